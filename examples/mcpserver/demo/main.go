@@ -1,0 +1,541 @@
+// Command demo is a small but complete MCP server built on mcp-go. It backs
+// the README quick start and the integration tests, so its tools are chosen to
+// exercise the interesting corners of a client: structured output, tool
+// errors, cancellation, raw JSON Schemas, crashes and request metadata.
+//
+// Usage:
+//
+//	demo [-transport stdio|http|sse] [-listen 127.0.0.1:0] [-name demo]
+//	     [-init-delay 0s] [-tools a,b,c]
+//
+// With -transport http (streamable HTTP, endpoint /mcp) or -transport sse
+// (legacy HTTP+SSE, endpoints /sse and /message) the server prints exactly one
+// line to stdout once its listener is bound:
+//
+//	listening on http://127.0.0.1:41234
+//
+// All diagnostics go to stderr. With -transport stdio, stdout carries nothing
+// but the protocol and the process exits when stdin is closed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// serverVersion is the version advertised in serverInfo.
+const serverVersion = "0.1.0"
+
+// shutdownGrace bounds graceful HTTP shutdown. It stays below the five
+// seconds test harnesses wait after SIGTERM before killing the process.
+const shutdownGrace = 3 * time.Second
+
+// Transport names accepted by -transport.
+const (
+	transportStdio = "stdio"
+	transportHTTP  = "http"
+	transportSSE   = "sse"
+)
+
+// schemaProbeInputSchema is served verbatim as the input schema of the
+// schema_probe tool, so clients can check they pass schemas through intact.
+const schemaProbeInputSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","description":"probe of schema fidelity","properties":{"kind":{"type":"string","enum":["a","b"]},"n":{"type":"integer","minimum":1}},"oneOf":[{"required":["kind"]},{"required":["n"]}],"minProperties":1,"additionalProperties":false}`
+
+// addOutputSchema is the output schema of the add tool.
+const addOutputSchema = `{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`
+
+// config holds the parsed command line.
+type config struct {
+	transport  string
+	listen     string
+	name       string
+	initDelay  time.Duration
+	extraTools []string
+}
+
+func main() {
+	logger := log.New(os.Stderr, "demo: ", log.LstdFlags)
+
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		logger.Print(err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if err := run(ctx, cfg, os.Stdin, os.Stdout, logger); err != nil {
+		logger.Print(err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// parseFlags parses and validates the command line. Usage and flag errors are
+// written to errOut so that stdout stays clean for the protocol.
+func parseFlags(args []string, errOut io.Writer) (config, error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+
+	var cfg config
+	var tools string
+	fs.StringVar(&cfg.transport, "transport", transportStdio, "transport: stdio, http (streamable HTTP at /mcp) or sse (HTTP+SSE at /sse and /message)")
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:0", "listen address for the http and sse transports")
+	fs.StringVar(&cfg.name, "name", "demo", "server name advertised to clients")
+	fs.DurationVar(&cfg.initDelay, "init-delay", 0, "delay before answering initialize or server/discover")
+	fs.StringVar(&tools, "tools", "", "comma-separated names of extra trivial tools that answer \"<name> ok\"")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+
+	switch cfg.transport {
+	case transportStdio, transportHTTP, transportSSE:
+	default:
+		return config{}, fmt.Errorf("unknown transport %q: want stdio, http or sse", cfg.transport)
+	}
+	if cfg.initDelay < 0 {
+		return config{}, fmt.Errorf("negative -init-delay %s", cfg.initDelay)
+	}
+
+	builtin := builtinToolNames()
+	for name := range strings.SplitSeq(tools, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || slices.Contains(cfg.extraTools, name) {
+			continue
+		}
+		// Silently replacing a built-in tool would make tests lie about
+		// what they exercise, so refuse it.
+		if slices.Contains(builtin, name) {
+			return config{}, fmt.Errorf("-tools: %q is already a built-in tool", name)
+		}
+		cfg.extraTools = append(cfg.extraTools, name)
+	}
+	return cfg, nil
+}
+
+// run builds the MCP server and serves it on the configured transport until
+// ctx is cancelled or, for stdio, stdin is closed.
+func run(ctx context.Context, cfg config, stdin io.Reader, stdout io.Writer, logger *log.Logger) error {
+	srv := newServer(cfg)
+	if cfg.transport == transportStdio {
+		return serveStdio(ctx, srv, stdin, stdout, logger)
+	}
+	return serveHTTP(ctx, cfg, srv, stdout, logger)
+}
+
+// newServer creates the MCP server with every demo tool registered.
+func newServer(cfg config) *server.MCPServer {
+	hooks := &server.Hooks{}
+	if cfg.initDelay > 0 {
+		// Hooks run synchronously on the request's goroutine before the
+		// handler, so sleeping here delays the answer without blocking other
+		// requests. Legacy clients open with initialize, 2026-07-28 clients
+		// with server/discover; both are delayed.
+		hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) {
+			pause(ctx, cfg.initDelay)
+		})
+		hooks.AddBeforeDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest) {
+			pause(ctx, cfg.initDelay)
+		})
+	}
+
+	srv := server.NewMCPServer(cfg.name, serverVersion,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithHooks(hooks),
+	)
+	srv.AddTools(builtinTools()...)
+	for _, name := range cfg.extraTools {
+		srv.AddTool(
+			mcp.NewTool(name,
+				sideEffectFree(),
+				mcp.WithDescription("Trivial tool added with -tools; answers \""+name+" ok\"."),
+			),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(name + " ok"), nil
+			},
+		)
+	}
+	return srv
+}
+
+// pause sleeps for d or until ctx is done, whichever comes first.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// builtinToolNames lists the names of the tools every demo server offers.
+func builtinToolNames() []string {
+	tools := builtinTools()
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Tool.Name
+	}
+	return names
+}
+
+// builtinTools returns the tools every demo server offers.
+func builtinTools() []server.ServerTool {
+	return []server.ServerTool{
+		{
+			Tool: mcp.NewTool("echo",
+				sideEffectFree(),
+				mcp.WithDescription("Echoes the message back as \"Echo: <message>\"."),
+				mcp.WithString("message", mcp.Required(), mcp.Description("Text to echo.")),
+			),
+			Handler: handleEcho,
+		},
+		{
+			Tool: mcp.NewTool("add",
+				sideEffectFree(),
+				mcp.WithDescription("Adds two numbers and returns the sum as text and structured content."),
+				mcp.WithNumber("a", mcp.Required(), mcp.Description("First addend.")),
+				mcp.WithNumber("b", mcp.Required(), mcp.Description("Second addend.")),
+				mcp.WithRawOutputSchema(json.RawMessage(addOutputSchema)),
+			),
+			Handler: handleAdd,
+		},
+		{
+			Tool: mcp.NewTool("whoami",
+				sideEffectFree(),
+				mcp.WithDescription("Reports the server process identity, selected environment variables, the HTTP headers and the _meta of this call."),
+			),
+			Handler: handleWhoami,
+		},
+		{
+			Tool: mcp.NewTool("sleep",
+				sideEffectFree(),
+				mcp.WithDescription("Sleeps for ms milliseconds; returns early with an error when the call is cancelled."),
+				mcp.WithInteger("ms", mcp.Required(), mcp.Min(0), mcp.Description("Milliseconds to sleep.")),
+			),
+			Handler: handleSleep,
+		},
+		{
+			Tool: mcp.NewTool("fail",
+				sideEffectFree(),
+				mcp.WithDescription("Returns a tool result with isError set and the given message."),
+				mcp.WithString("message", mcp.Required(), mcp.Description("Error text to return.")),
+			),
+			Handler: handleFail,
+		},
+		{
+			// NewTool would pre-fill a structured input schema, which mcp-go
+			// refuses to marshal alongside a raw one, hence the raw-schema
+			// constructor.
+			Tool: mcp.NewToolWithRawSchema("schema_probe",
+				"Accepts input matching a deliberately intricate JSON Schema; used to check schema fidelity.",
+				json.RawMessage(schemaProbeInputSchema),
+			),
+			Handler: handleSchemaProbe,
+		},
+		{
+			Tool: mcp.NewTool("exit",
+				mcp.WithDescription("Terminates the server process immediately with the given exit code, without answering."),
+				mcp.WithInteger("code", mcp.Required(), mcp.Description("Process exit code.")),
+			),
+			Handler: handleExit,
+		},
+		{
+			Tool: mcp.NewTool("write_file",
+				mcp.WithDescription("Writes content to path, relative to the server's working directory, creating parent directories; returns the absolute path written."),
+				mcp.WithString("path", mcp.Required(), mcp.Description("File path, relative to the server's working directory or absolute.")),
+				mcp.WithString("content", mcp.Required(), mcp.Description("Text to write.")),
+			),
+			Handler: handleWriteFile,
+		},
+	}
+}
+
+// sideEffectFree annotates a tool as read-only, idempotent and closed-world.
+// mcp-go's defaults describe every tool as destructive, which is wrong for
+// most of the demo tools and would make clients ask for needless approval.
+func sideEffectFree() mcp.ToolOption {
+	return mcp.WithToolAnnotation(mcp.ToolAnnotation{
+		ReadOnlyHint:    mcp.ToBoolPtr(true),
+		DestructiveHint: mcp.ToBoolPtr(false),
+		IdempotentHint:  mcp.ToBoolPtr(true),
+		OpenWorldHint:   mcp.ToBoolPtr(false),
+	})
+}
+
+// handleEcho implements the echo tool.
+func handleEcho(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	msg, err := req.RequireString("message")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	return mcp.NewToolResultText("Echo: " + msg), nil
+}
+
+// handleAdd implements the add tool.
+func handleAdd(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	a, err := req.RequireFloat("a")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	b, err := req.RequireFloat("b")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	sum := a + b
+	text := fmt.Sprintf("The sum of %s and %s is %s.", formatNumber(a), formatNumber(b), formatNumber(sum))
+	return mcp.NewToolResultStructured(map[string]any{"sum": sum}, text), nil
+}
+
+// formatNumber renders f in its shortest exact decimal form, so 5 prints as
+// "5" rather than "5.000000".
+func formatNumber(f float64) string {
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// identity is the result of the whoami tool.
+type identity struct {
+	PID     int               `json:"pid"`
+	PPID    int               `json:"ppid"`
+	CWD     string            `json:"cwd"`
+	Env     map[string]string `json:"env"`
+	Headers map[string]string `json:"headers"`
+	Meta    *mcp.Meta         `json:"meta"`
+}
+
+// handleWhoami implements the whoami tool.
+func handleWhoami(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("whoami: working directory: %w", err)
+	}
+	headers := headersFromContext(ctx)
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	id := identity{
+		PID:     os.Getpid(),
+		PPID:    os.Getppid(),
+		CWD:     cwd,
+		Env:     demoEnv(os.Environ()),
+		Headers: headers,
+		Meta:    req.Params.Meta,
+	}
+	res, err := mcp.NewToolResultJSON(id)
+	if err != nil {
+		return nil, fmt.Errorf("whoami: %w", err)
+	}
+	return res, nil
+}
+
+// demoEnv selects the environment variables whoami reports: those prefixed
+// ANTLER_DEMO_ and the temp-dir variables, which tests use to check how a
+// host shapes a server's environment.
+func demoEnv(environ []string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, "ANTLER_DEMO_"), name == "TMPDIR", name == "TMP", name == "TEMP":
+			env[name] = value
+		}
+	}
+	return env
+}
+
+// headersKey is the context key under which HTTP transports store the
+// flattened headers of the request carrying the current message.
+type headersKey struct{}
+
+// withRequestHeaders records r's headers in ctx for whoami. It is installed
+// as the context func of both HTTP transports. Names are lower-cased and
+// repeated values joined with ", ". Go moves the Host header to r.Host, so it
+// is put back here.
+func withRequestHeaders(ctx context.Context, r *http.Request) context.Context {
+	headers := make(map[string]string, len(r.Header)+1)
+	for name, values := range r.Header {
+		headers[strings.ToLower(name)] = strings.Join(values, ", ")
+	}
+	if r.Host != "" {
+		headers["host"] = r.Host
+	}
+	return context.WithValue(ctx, headersKey{}, headers)
+}
+
+// headersFromContext returns the headers stored by withRequestHeaders, or nil
+// when the message did not arrive over HTTP.
+func headersFromContext(ctx context.Context) map[string]string {
+	headers, _ := ctx.Value(headersKey{}).(map[string]string)
+	return headers
+}
+
+// handleSleep implements the sleep tool.
+func handleSleep(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ms, err := req.RequireInt("ms")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if ms < 0 {
+		return mcp.NewToolResultError(fmt.Sprintf("ms must not be negative, got %d", ms)), nil
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return mcp.NewToolResultText(fmt.Sprintf("slept %dms", ms)), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sleep of %dms interrupted: %w", ms, ctx.Err())
+	}
+}
+
+// handleFail implements the fail tool.
+func handleFail(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultError(req.GetString("message", "failed")), nil
+}
+
+// handleSchemaProbe implements the schema_probe tool.
+func handleSchemaProbe(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultText("probe ok"), nil
+}
+
+// handleExit implements the exit tool: it simulates a crash by ending the
+// process before any response is written.
+func handleExit(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	code, err := req.RequireInt("code")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	os.Exit(code)
+	return nil, nil // unreachable
+}
+
+// handleWriteFile implements the write_file tool.
+func handleWriteFile(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	path, err := req.RequireString("path")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	content, err := req.RequireString("content")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("resolve %q: %v", path, err)), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("create parent of %s: %v", abs, err)), nil
+	}
+	if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("write %s: %v", abs, err)), nil
+	}
+	return mcp.NewToolResultText(abs), nil
+}
+
+// serveStdio serves srv over stdin/stdout until stdin reaches EOF or ctx is
+// cancelled.
+func serveStdio(ctx context.Context, srv *server.MCPServer, stdin io.Reader, stdout io.Writer, logger *log.Logger) error {
+	stdio := server.NewStdioServer(srv)
+	stdio.SetErrorLogger(logger)
+	err := stdio.Listen(ctx, stdin, stdout)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("serve stdio: %w", err)
+	}
+	return nil
+}
+
+// serveHTTP serves srv over streamable HTTP or HTTP+SSE until ctx is
+// cancelled, then shuts down gracefully. The listener is bound here rather
+// than by mcp-go so that port 0 works and the real address can be announced.
+func serveHTTP(ctx context.Context, cfg config, srv *server.MCPServer, stdout io.Writer, logger *log.Logger) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
+	}
+	defer ln.Close()
+
+	httpSrv := &http.Server{
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          logger,
+	}
+	var shutdown func(context.Context) error
+	switch cfg.transport {
+	case transportHTTP:
+		h := server.NewStreamableHTTPServer(srv,
+			server.WithEndpointPath("/mcp"),
+			server.WithHTTPContextFunc(withRequestHeaders),
+			server.WithStreamableHTTPServer(httpSrv),
+		)
+		mux := http.NewServeMux()
+		mux.Handle("/mcp", h)
+		httpSrv.Handler = mux
+		shutdown = h.Shutdown
+	case transportSSE:
+		h := server.NewSSEServer(srv,
+			server.WithSSEEndpoint("/sse"),
+			server.WithMessageEndpoint("/message"),
+			server.WithSSEContextFunc(withRequestHeaders),
+			server.WithHTTPServer(httpSrv),
+		)
+		httpSrv.Handler = h
+		shutdown = h.Shutdown
+	default:
+		return fmt.Errorf("transport %q is not served over HTTP", cfg.transport)
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- httpSrv.Serve(ln) }()
+
+	// This line is the readiness signal test harnesses wait for; os.Stdout
+	// is unbuffered, so it is on the wire once Fprintf returns.
+	if _, err := fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr()); err != nil {
+		return fmt.Errorf("announce address: %w", err)
+	}
+	logger.Printf("serving %s transport on %s", cfg.transport, ln.Addr())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve %s: %w", cfg.transport, err)
+	case <-ctx.Done():
+	}
+
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := shutdown(shutdownCtx); err != nil {
+		_ = httpSrv.Close()
+		return fmt.Errorf("shut down %s transport: %w", cfg.transport, err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", cfg.transport, err)
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/antler-mcp/antler/host/envvar"
+	"github.com/antler-mcp/antler/host/gateway"
+	"github.com/antler-mcp/antler/host/principal"
+	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/host/toolcache"
+)
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "extensions_config.json path (default: $ANTLER_EXTENSIONS_CONFIG, $DEER_FLOW_EXTENSIONS_CONFIG_PATH, ./extensions_config.json, ./mcp_config.json)")
+	setPath := fs.String("settings", "", "host settings file (default: $ANTLER_SETTINGS, ./antler.yaml)")
+	listen := fs.String("listen", "", "listen address (overrides settings)")
+	dataDir := fs.String("data", "", "data directory (overrides settings)")
+	db := fs.String("db", "", "database: empty for SQLite in the data directory, or postgres://... (overrides settings)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+
+	sp, err := settings.ResolvePath(*setPath, envvar.OS)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	st, err := settings.Load(sp, envvar.OS)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen":
+			st.Listen = *listen
+		case "data":
+			st.DataDir = *dataDir
+		case "db":
+			st.Database = *db
+		}
+	})
+	log := newLogger(stderr, st.LogLevel)
+	grace, err := parseDuration(st.ShutdownTimeout, 10*time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	if st.Database != "" && !strings.HasPrefix(st.Database, "postgres://") && !strings.HasPrefix(st.Database, "postgresql://") {
+		fmt.Fprintln(stderr, "error: database: must be empty (SQLite in the data directory) or a postgres:// URL")
+		return 1
+	}
+
+	auth := principal.New(st.Auth.Keys)
+	if err := gateway.CheckListen(st.Listen, auth); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	if err := os.MkdirAll(st.DataDir, 0o700); err != nil {
+		fmt.Fprintln(stderr, "error: data directory:", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cache := toolcache.New(toolcache.Options{ConfigPath: *cfgPath, Logger: log, Version: versionString()})
+	defer cache.Close() // closes upstreams: no child process outlives the host
+	snap, err := cache.Load(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	for _, s := range snap.Servers {
+		if s.State == toolcache.StateConnected {
+			log.Info("MCP server connected", "server", s.Name, "transport", s.Transport, "tools", s.Tools, "protocol", s.ProtocolVersion)
+		}
+	}
+
+	ln, err := net.Listen("tcp", st.Listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "error: listen:", err)
+		return 1
+	}
+	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log})
+	dataAbs, _ := filepath.Abs(st.DataDir)
+	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
+	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())
+
+	if err := srv.Serve(ctx, ln, grace); err != nil {
+		log.Error("gateway stopped", "error", err)
+		return 1
+	}
+	log.Info("closing upstream MCP servers")
+	return 0
+}
+
+// printTryIt shows the curl lines that list and call the tools.
+func printTryIt(w io.Writer, addr string, snap *toolcache.Snapshot, open bool) {
+	auth := ""
+	if !open {
+		auth = ` -H "Authorization: Bearer $ANTLER_KEY"`
+	}
+	fmt.Fprintf(w, "\nAntler is serving %d tools on http://%s\n\n", len(snap.Tools), addr)
+	fmt.Fprintf(w, "  List the tools:\n    curl -s%s http://%s/api/mcp/tools\n\n", auth, addr)
+	if len(snap.Tools) > 0 {
+		name := snap.Tools[0].Name
+		args := `{}`
+		for _, t := range snap.Tools {
+			if strings.HasSuffix(t.Name, "echo") {
+				name, args = t.Name, `{"message":"hello from antler"}`
+				break
+			}
+		}
+		fmt.Fprintf(w, "  Call one:\n    curl -s%s -X POST http://%s/api/mcp/tools/%s/call -H 'Content-Type: application/json' -d '{\"arguments\":%s}'\n\n", auth, addr, name, args)
+	}
+	fmt.Fprintf(w, "  Server status:\n    curl -s%s http://%s/api/mcp/servers\n\n", auth, addr)
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

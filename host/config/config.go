@@ -1,0 +1,265 @@
+// Package config reads extensions_config.json, DeerFlow's MCP configuration
+// file, field for field: defaults, the transport alias, whole-string $VAR
+// substitution, routing validation and clamping, task_toolsets and header
+// spelling rules, timeouts, and unknown keys kept for the round trip.
+//
+// Loading never stops at the first problem: Parse returns every problem with
+// the path of its field, so `antler config validate` can print them all.
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// Transport names accepted in a server's "type" (or its alias "transport").
+const (
+	TransportStdio = "stdio"
+	TransportSSE   = "sse"
+	TransportHTTP  = "http"
+)
+
+// DefaultSessionInitTimeout bounds connect + initialize + tools/list when a
+// server does not set session_init_timeout (DeerFlow's
+// DEFAULT_MCP_SESSION_INIT_TIMEOUT).
+const DefaultSessionInitTimeout = 60 * time.Second
+
+// Routing modes.
+const (
+	RoutingOff    = "off"
+	RoutingPrefer = "prefer"
+)
+
+// On-missing policies of user_auth and headers_from_context.
+const (
+	OnMissingDeny        = "deny"
+	OnMissingPassthrough = "passthrough"
+)
+
+// OAuth grant types.
+const (
+	GrantClientCredentials = "client_credentials"
+	GrantRefreshToken      = "refresh_token"
+)
+
+// Pair is one entry of a string map whose order matters (env, headers).
+type Pair struct {
+	Key   string
+	Value string
+}
+
+// Pairs is an ordered string map.
+type Pairs []Pair
+
+// Get returns the value under key (exact spelling).
+func (p Pairs) Get(key string) (string, bool) {
+	for _, e := range p {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+// Map returns the pairs as a map.
+func (p Pairs) Map() map[string]string {
+	m := make(map[string]string, len(p))
+	for _, e := range p {
+		m[e.Key] = e.Value
+	}
+	return m
+}
+
+// Extensions is a parsed extensions_config.json.
+type Extensions struct {
+	// Servers in declaration order, disabled ones included.
+	Servers []*Server
+	// Interceptors are the mcpInterceptors entries, a bare string counted as a
+	// one-element list.
+	Interceptors []string
+	// Middlewares are lead-agent middleware paths (not MCP; kept for the round trip).
+	Middlewares []string
+	// Raw is the document as written, before $VAR substitution. Writers work
+	// on it so placeholders survive; it is never logged.
+	Raw *Object
+	// Warnings are problems that were corrected or ignored (a clamped
+	// priority, an ignored mcpInterceptors value); they name fields, never values.
+	Warnings []string
+
+	resolved *Object
+}
+
+// Enabled returns the enabled servers in declaration order.
+func (e *Extensions) Enabled() []*Server {
+	if e == nil {
+		return nil
+	}
+	out := make([]*Server, 0, len(e.Servers))
+	for _, s := range e.Servers {
+		if s.Enabled {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Server returns the server named name.
+func (e *Extensions) Server(name string) (*Server, bool) {
+	if e == nil {
+		return nil, false
+	}
+	for _, s := range e.Servers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// Server is one entry of mcpServers.
+type Server struct {
+	Name               string
+	Enabled            bool
+	Type               string // normalised: "type", else the "transport" alias, else stdio
+	Command            string
+	Args               []string
+	Env                Pairs
+	URL                string
+	Headers            Pairs
+	Cwd                string
+	OAuth              *OAuth
+	UserAuth           *UserAuth
+	HeadersFromContext *ContextHeaders
+	Description        string
+	Routing            Routing
+	Tools              map[string]ToolOverride
+	ToolNamePrefix     bool
+	// ToolCallTimeout bounds one tools/call; zero means no bound.
+	ToolCallTimeout time.Duration
+	// SessionInitTimeout bounds connect + initialize + tools/list; zero means no bound.
+	SessionInitTimeout time.Duration
+	TaskToolsets       []TaskToolset
+	// ProtocolVersion pins the MCP revision to negotiate (Antler extension);
+	// empty lets the client negotiate the newest both sides speak.
+	ProtocolVersion string
+	// Extra holds unknown keys (after $VAR substitution), kept for the round trip.
+	Extra *Object
+
+	// Problem is set when this server cannot be started (unsupported
+	// transport, missing command or url): the server is skipped and reported,
+	// the others are served.
+	Problem *FieldError
+
+	// slice is the canonical JSON of this server's effective settings, used
+	// to decide whether a config edit touched MCP at all.
+	slice []byte
+}
+
+// Routing is a server's or a tool's routing hint configuration.
+type Routing struct {
+	Mode     string   `json:"mode"`
+	Priority int      `json:"priority"`
+	Keywords []string `json:"keywords"`
+}
+
+// RoutingOverride is a per-tool routing block; nil fields were not set and
+// are inherited from the server.
+type RoutingOverride struct {
+	Mode     *string
+	Priority *int
+	Keywords *[]string
+}
+
+// ToolOverride is an entry of a server's "tools" map.
+type ToolOverride struct {
+	Routing *RoutingOverride
+	Extra   *Object
+}
+
+// EffectiveRouting returns the routing of the tool named original (the
+// upstream's own, un-prefixed name): the server's routing with only the
+// fields the tool's override sets explicitly laid over it.
+func (s *Server) EffectiveRouting(original string) Routing {
+	r := s.Routing
+	r.Keywords = append([]string(nil), s.Routing.Keywords...)
+	ov, ok := s.Tools[original]
+	if !ok || ov.Routing == nil {
+		return r
+	}
+	if ov.Routing.Mode != nil {
+		r.Mode = *ov.Routing.Mode
+	}
+	if ov.Routing.Priority != nil {
+		r.Priority = *ov.Routing.Priority
+	}
+	if ov.Routing.Keywords != nil {
+		r.Keywords = append([]string(nil), (*ov.Routing.Keywords)...)
+	}
+	return r
+}
+
+// OAuth is a server's token-endpoint configuration.
+type OAuth struct {
+	Enabled            bool
+	TokenURL           string
+	GrantType          string
+	ClientID           string
+	ClientSecret       string
+	RefreshToken       string
+	Scope              string
+	Audience           string
+	TokenField         string
+	TokenTypeField     string
+	ExpiresInField     string
+	DefaultTokenType   string
+	RefreshSkewSeconds int
+	ExtraTokenParams   Pairs
+	Extra              *Object
+}
+
+// UserAuth injects a per-user credential header.
+type UserAuth struct {
+	Enabled   bool
+	Header    string
+	Users     Pairs
+	OnMissing string
+	Extra     *Object
+}
+
+// ContextHeaders maps HTTP headers to keys of a call's secrets.
+type ContextHeaders struct {
+	Enabled   bool
+	Headers   Pairs // header name → secret key
+	OnMissing string
+	Extra     *Object
+}
+
+// TaskToolset binds a server's raw submit/status/cancel tools into a durable task.
+type TaskToolset struct {
+	Name       string
+	SubmitTool string
+	StatusTool string
+	CancelTool string
+}
+
+// IsStdio reports whether the server runs as a child process.
+func (s *Server) IsStdio() bool { return s.Type == TransportStdio }
+
+// ExposedName is the name agents see for the upstream tool named original.
+func (s *Server) ExposedName(original string) string {
+	if s.ToolNamePrefix {
+		return s.Name + "_" + original
+	}
+	return original
+}
+
+// OriginalName strips the "<server>_" prefix from an exposed name when the
+// server prefixes its tools; an unprefixed server's names are kept whole.
+func (s *Server) OriginalName(exposed string) string {
+	if s.ToolNamePrefix {
+		if rest, ok := strings.CutPrefix(exposed, s.Name+"_"); ok {
+			return rest
+		}
+	}
+	return exposed
+}

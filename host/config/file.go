@@ -1,0 +1,160 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/antler-mcp/antler/host/envvar"
+)
+
+// Environment variables that name the configuration file, in precedence order
+// after the --config flag. DeerFlow's own variable is honoured so an existing
+// deployment works unchanged.
+const (
+	EnvPath         = "ANTLER_EXTENSIONS_CONFIG"
+	EnvDeerFlowPath = "DEER_FLOW_EXTENSIONS_CONFIG_PATH"
+)
+
+// DefaultNames are looked for in the working directory when nothing names a
+// file explicitly.
+var DefaultNames = []string{"extensions_config.json", "mcp_config.json"}
+
+// ErrExplicitMissing is wrapped by ResolvePath when a file named by the flag
+// or an environment variable does not exist.
+var ErrExplicitMissing = errors.New("extensions config file not found")
+
+// ResolvePath finds the configuration file: explicit (the --config flag) >
+// $ANTLER_EXTENSIONS_CONFIG > $DEER_FLOW_EXTENSIONS_CONFIG_PATH >
+// ./extensions_config.json > ./mcp_config.json. A file named explicitly that
+// does not exist is an error wrapping ErrExplicitMissing; finding nothing
+// otherwise returns "" and no error (no servers configured).
+func ResolvePath(explicit string, lookup envvar.Lookup) (string, error) {
+	if lookup == nil {
+		lookup = envvar.OS
+	}
+	candidates := []struct{ path, source string }{{explicit, "--config"}}
+	if v, _ := lookup(EnvPath); v != "" {
+		candidates = append(candidates, struct{ path, source string }{v, "environment variable " + EnvPath})
+	}
+	if v, _ := lookup(EnvDeerFlowPath); v != "" {
+		candidates = append(candidates, struct{ path, source string }{v, "environment variable " + EnvDeerFlowPath})
+	}
+	for _, c := range candidates {
+		if c.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(c.path)
+		if err != nil {
+			return "", fmt.Errorf("resolve extensions config path %q: %w", c.path, err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("%w: specified by %s at %s", ErrExplicitMissing, c.source, abs)
+		}
+		return abs, nil
+	}
+	for _, name := range DefaultNames {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return "", fmt.Errorf("resolve extensions config path %q: %w", name, err)
+		}
+		if st, err := os.Stat(abs); err == nil && !st.IsDir() {
+			return abs, nil
+		}
+	}
+	return "", nil
+}
+
+// Signature identifies one revision of a file: its modification time, size and
+// SHA-256 of the whole content. The hash is always computed, so a same-second,
+// same-size swap is caught too.
+type Signature struct {
+	ModTime int64 // unix nanoseconds
+	Size    int64
+	SHA256  string // hex; empty when the file could be stat'ed but not read
+}
+
+// Verifiable reports whether the signature proves a content revision.
+func (s Signature) Verifiable() bool { return s.SHA256 != "" }
+
+// Stat returns the signature of the file at path, or ok=false when it cannot be
+// stat'ed (for example it was deleted).
+func Stat(path string) (sig Signature, ok bool) {
+	st, err := os.Stat(path)
+	if err != nil || st.IsDir() {
+		return Signature{}, false
+	}
+	sig = Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}
+	f, err := os.Open(path)
+	if err != nil {
+		return sig, true
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sig, true
+	}
+	sig.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return sig, true
+}
+
+// LoadError is a configuration file that could not be read or parsed. Its
+// message names the file and the fields, never a value.
+type LoadError struct {
+	Path string
+	Err  error
+}
+
+func (e *LoadError) Error() string {
+	var syn *SyntaxError
+	if errors.As(e.Err, &syn) {
+		return fmt.Sprintf("extensions config file at %s is %s", e.Path, syn.Error())
+	}
+	return fmt.Sprintf("load extensions config from %s: %s", e.Path, e.Err.Error())
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Load reads and parses the file at path. An empty path means "no file":
+// an empty configuration. The returned signature is taken from the same bytes
+// that were parsed.
+func Load(path string, lookup envvar.Lookup) (*Extensions, Signature, error) {
+	if path == "" {
+		return &Extensions{Raw: NewObject()}, Signature{}, nil
+	}
+	data, st, err := readStable(path)
+	if err != nil {
+		return nil, Signature{}, &LoadError{Path: path, Err: err}
+	}
+	ext, err := Parse(data, lookup)
+	if err != nil {
+		return nil, st, &LoadError{Path: path, Err: err}
+	}
+	return ext, st, nil
+}
+
+// readStable reads the file and returns its content with the signature of
+// exactly that content.
+func readStable(path string) ([]byte, Signature, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, Signature{}, fmt.Errorf("%w at %s", ErrExplicitMissing, path)
+		}
+		return nil, Signature{}, err
+	}
+	if st.IsDir() {
+		return nil, Signature{}, fmt.Errorf("%s is a directory", path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Signature{}, err
+	}
+	sum := sha256.Sum256(data)
+	return data, Signature{ModTime: st.ModTime().UnixNano(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, nil
+}

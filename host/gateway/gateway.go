@@ -1,0 +1,234 @@
+// Package gateway is the Echo HTTP API that agents and operators call: tool
+// listing and calls, routing hints, server status and cache reset. It is an
+// untrusted boundary: every body is validated, every error is a JSON
+// {"error": ...} without secrets, and callers are principals from API keys.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/antler-mcp/antler/host/principal"
+	"github.com/antler-mcp/antler/host/toolcache"
+)
+
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 4 << 20
+
+// Options configure a Server.
+type Options struct {
+	Cache  *toolcache.Cache
+	Auth   *principal.Authenticator
+	Logger *slog.Logger
+}
+
+// Server is the gateway.
+type Server struct {
+	echo  *echo.Echo
+	cache *toolcache.Cache
+	auth  *principal.Authenticator
+	log   *slog.Logger
+}
+
+// New builds the gateway's routes and middleware.
+func New(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log}
+	e := s.echo
+	e.HideBanner, e.HidePort = true, true
+	// Never trust X-Forwarded-For from clients: the caller is the peer.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(s.requestID, s.logRequests, middleware.Recover(), middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)))
+
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	api := e.Group("/api", s.authenticate)
+	api.GET("/mcp/tools", s.listTools)
+	api.POST("/mcp/tools/:name/call", s.callTool)
+	api.GET("/mcp/routing-hints", s.routingHints)
+	api.GET("/mcp/servers", s.servers)
+	api.POST("/mcp/cache/reset", s.resetCache, adminOnly)
+	return s
+}
+
+// Handler returns the gateway as an http.Handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// CheckListen refuses an address beyond loopback when no API keys are
+// configured: without keys every caller is an admin.
+func CheckListen(addr string, auth *principal.Authenticator) error {
+	if !auth.Open() {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if !principal.IsLoopbackHost(host) {
+		return fmt.Errorf("refusing to listen on %s without API keys: every caller would be an admin; listen on 127.0.0.1 or configure auth.keys in the settings file", addr)
+	}
+	return nil
+}
+
+// Serve answers on ln until ctx ends, then stops accepting, lets in-flight
+// requests finish within grace, and returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: waiting for in-flight requests", "grace", grace)
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("in-flight requests did not finish in time; closing them", "error", err)
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// apiError is the JSON error body.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, msg := http.StatusInternalServerError, "internal error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code = he.Code
+		msg = fmt.Sprint(he.Message)
+		if he.Code == http.StatusRequestEntityTooLarge {
+			msg = fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes)
+		}
+	} else {
+		s.log.Error("request failed", "request_id", requestIDFrom(c), "error", toolcache.Redact(err.Error()))
+	}
+	_ = c.JSON(code, apiError{Error: msg})
+}
+
+// fail answers with a JSON error.
+func fail(c echo.Context, code int, format string, args ...any) error {
+	return c.JSON(code, apiError{Error: fmt.Sprintf(format, args...)})
+}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+type requestIDKey struct{}
+
+// requestID takes a well-formed X-Request-ID from the caller or makes one,
+// echoes it, and puts it in the request context for logs downstream.
+func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(echo.HeaderXRequestID)
+		if !requestIDPattern.MatchString(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		c.Set("request_id", id)
+		req := c.Request()
+		c.SetRequest(req.WithContext(context.WithValue(req.Context(), requestIDKey{}, id)))
+		return next(c)
+	}
+}
+
+func requestIDFrom(c echo.Context) string {
+	id, _ := c.Get("request_id").(string)
+	return id
+}
+
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		level := slog.LevelInfo
+		if c.Path() == "/healthz" {
+			level = slog.LevelDebug
+		}
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(c.Request().Context(), level, "request",
+			"request_id", requestIDFrom(c),
+			"method", c.Request().Method,
+			"route", c.Path(),
+			"status", status,
+			"duration_ms", float64(time.Since(start).Microseconds())/1000,
+			"remote", c.RealIP())
+		return nil
+	}
+}
+
+const principalKey = "principal"
+
+// authenticate resolves the caller. With no keys configured, only loopback
+// peers are served, whatever address the listener has.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.auth.Open() {
+			if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
+				return fail(c, http.StatusForbidden, "this gateway has no API keys and serves loopback callers only")
+			}
+		}
+		p, err := s.auth.Authenticate(c.Request().Header.Get("Authorization"), c.Request().Header.Get("X-API-Key"))
+		if err != nil {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="antler"`)
+			return fail(c, http.StatusUnauthorized, "%s", err.Error())
+		}
+		c.Set(principalKey, p)
+		req := c.Request()
+		c.SetRequest(req.WithContext(principal.With(req.Context(), p)))
+		return next(c)
+	}
+}
+
+func principalFrom(c echo.Context) principal.Principal {
+	p, _ := c.Get(principalKey).(principal.Principal)
+	return p
+}
+
+func adminOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !principalFrom(c).IsAdmin() {
+			return fail(c, http.StatusForbidden, "this endpoint needs the admin role")
+		}
+		return next(c)
+	}
+}

@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/antler-mcp/antler/host/routing"
+	"github.com/antler-mcp/antler/host/toolcache"
+)
+
+// snapshot returns the current tools or answers 503 with a secret-free reason.
+func (s *Server) snapshot(c echo.Context) (*toolcache.Snapshot, error) {
+	snap, err := s.cache.Snapshot(c.Request().Context())
+	if err != nil {
+		s.log.Warn("MCP tools unavailable", "request_id", requestIDFrom(c), "error", err.Error())
+		return nil, fail(c, http.StatusServiceUnavailable, "MCP tools are unavailable: %s", toolcache.Redact(err.Error()))
+	}
+	return snap, nil
+}
+
+func (s *Server) listTools(c echo.Context) error {
+	snap, err := s.snapshot(c)
+	if snap == nil {
+		return err
+	}
+	tools := snap.Tools
+	if tools == nil {
+		tools = []toolcache.Tool{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tools": tools})
+}
+
+// errorResult is a model-safe tool failure in CallToolResult shape.
+func errorResult(msg string) map[string]any {
+	return map[string]any{
+		"content": []map[string]string{{"type": "text", "text": msg}},
+		"isError": true,
+	}
+}
+
+func (s *Server) callTool(c echo.Context) error {
+	name := c.Param("name")
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		return fail(c, http.StatusBadRequest, "could not read the request body")
+	}
+	req, err := ParseCallRequest(body)
+	if err != nil {
+		return fail(c, http.StatusBadRequest, "%s", err.Error())
+	}
+	snap, err := s.snapshot(c)
+	if snap == nil {
+		return err
+	}
+	if _, ok := snap.Tool(name); !ok {
+		return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
+	}
+	raw, err := snap.Call(c.Request().Context(), name, req.Arguments)
+	if err != nil {
+		var ce *toolcache.CallError
+		if errors.As(err, &ce) {
+			return c.JSON(http.StatusOK, errorResult(ce.Message))
+		}
+		if errors.Is(err, toolcache.ErrUnknownTool) {
+			return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
+		}
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, raw)
+}
+
+func (s *Server) routingHints(c echo.Context) error {
+	snap, err := s.snapshot(c)
+	if snap == nil {
+		return err
+	}
+	deferred := map[string]bool{}
+	for _, v := range c.QueryParams()["deferred"] {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				deferred[n] = true
+			}
+		}
+	}
+	entries := make([]routing.Entry, 0, len(snap.Tools))
+	for _, t := range snap.Tools {
+		if t.Routing != nil {
+			entries = append(entries, routing.Entry{Name: t.Name, Routing: *t.Routing})
+		}
+	}
+	hints := routing.Hints(entries, deferred)
+	if hints == nil {
+		hints = []routing.Hint{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"section": routing.Render(hints), "hints": hints})
+}
+
+func (s *Server) servers(c echo.Context) error {
+	snap, err := s.snapshot(c)
+	if snap == nil {
+		return err
+	}
+	warnings := snap.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"generation":    snap.Generation,
+		"config_path":   snap.ConfigPath,
+		"discovered_at": snap.DiscoveredAt,
+		"servers":       snap.ServerStatuses(),
+		"warnings":      warnings,
+	})
+}
+
+func (s *Server) resetCache(c echo.Context) error {
+	s.cache.Reset()
+	s.log.Info("MCP tool cache reset", "request_id", requestIDFrom(c), "by", principalFrom(c).User)
+	return c.JSON(http.StatusOK, map[string]any{"reset": true, "generation": s.cache.Generation()})
+}

@@ -1,0 +1,170 @@
+// Package settings reads the host's own settings file (antler.yaml): where to
+// listen, where to keep data, which database, the log level and the API keys
+// that map callers to principals. Command-line flags override the file.
+package settings
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/antler-mcp/antler/host/envvar"
+)
+
+// Roles a principal can have.
+const (
+	RoleAdmin    = "admin"
+	RoleAgent    = "agent"
+	RoleInternal = "internal"
+)
+
+// EnvPath names the settings file when --settings is not given.
+const EnvPath = "ANTLER_SETTINGS"
+
+// DefaultPath is used when it exists and nothing else names a file.
+const DefaultPath = "antler.yaml"
+
+// Settings is antler.yaml. The field names are a contract: extend, don't rename.
+type Settings struct {
+	Listen   string `yaml:"listen"`
+	DataDir  string `yaml:"data_dir"`
+	Database string `yaml:"database"`
+	LogLevel string `yaml:"log_level"`
+	Auth     Auth   `yaml:"auth"`
+	// ShutdownTimeout bounds how long SIGTERM waits for in-flight calls
+	// (Go duration, default 10s).
+	ShutdownTimeout string `yaml:"shutdown_timeout"`
+}
+
+// Auth holds the API keys. With none, the host serves loopback only and
+// every caller is user "default" with role admin.
+type Auth struct {
+	Keys []Key `yaml:"keys"`
+}
+
+// Key maps one API key to a principal.
+type Key struct {
+	Key  string `yaml:"key"`
+	User string `yaml:"user"`
+	Role string `yaml:"role"`
+}
+
+// Defaults returns the settings used when no file is given.
+func Defaults() Settings {
+	return Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s"}
+}
+
+// ResolvePath returns the settings file to read: explicit > $ANTLER_SETTINGS >
+// ./antler.yaml when it exists > "" (defaults). An explicit file that does not
+// exist is an error.
+func ResolvePath(explicit string, lookup envvar.Lookup) (string, error) {
+	if lookup == nil {
+		lookup = envvar.OS
+	}
+	for _, c := range []struct{ path, source string }{{explicit, "--settings"}, {get(lookup, EnvPath), EnvPath}} {
+		if c.path == "" {
+			continue
+		}
+		if _, err := os.Stat(c.path); err != nil {
+			return "", fmt.Errorf("settings file specified by %s not found at %s", c.source, c.path)
+		}
+		return c.path, nil
+	}
+	if _, err := os.Stat(DefaultPath); err == nil {
+		return DefaultPath, nil
+	}
+	return "", nil
+}
+
+func get(lookup envvar.Lookup, name string) string {
+	v, _ := lookup(name)
+	return v
+}
+
+// Load reads the settings file at path over the defaults ("" means defaults
+// only). Unknown keys are errors, so a typo never silently disables a setting.
+// API keys may be whole-string $VAR references.
+func Load(path string, lookup envvar.Lookup) (Settings, error) {
+	s := Defaults()
+	if path == "" {
+		return s, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read settings %s: %w", path, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, io.EOF) {
+		return s, fmt.Errorf("settings %s: %w", path, err)
+	}
+	if err := s.resolve(lookup); err != nil {
+		return s, fmt.Errorf("settings %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// resolve substitutes $VAR keys and validates the auth table.
+func (s *Settings) resolve(lookup envvar.Lookup) error {
+	var problems []string
+	seen := map[string]int{}
+	for i := range s.Auth.Keys {
+		k := &s.Auth.Keys[i]
+		path := fmt.Sprintf("auth.keys[%d]", i)
+		val, name, isRef := envvar.Resolve(k.Key, lookup)
+		switch {
+		case val == "" && isRef:
+			problems = append(problems, fmt.Sprintf("%s.key: $%s is unset or empty", path, name))
+		case val == "":
+			problems = append(problems, path+".key: must not be empty")
+		}
+		if j, dup := seen[val]; dup && val != "" {
+			problems = append(problems, fmt.Sprintf("%s.key: the same key as auth.keys[%d]", path, j))
+		}
+		seen[val] = i
+		k.Key = val
+		if err := ValidateUserID(k.User); err != nil {
+			problems = append(problems, fmt.Sprintf("%s.user: %v", path, err))
+		}
+		switch k.Role {
+		case RoleAdmin, RoleAgent, RoleInternal:
+		default:
+			problems = append(problems, fmt.Sprintf("%s.role: must be one of admin, agent, internal", path))
+		}
+	}
+	switch strings.ToLower(s.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		problems = append(problems, "log_level: must be one of debug, info, warn, error")
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ValidateUserID checks an identifier that names a folder on disk later
+// (users/<id>/threads/...): no separators, no "..", no NUL, bounded length.
+func ValidateUserID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("must not be empty")
+	case len(id) > 128:
+		return errors.New("must be at most 128 bytes")
+	case id == "." || id == "..":
+		return errors.New("must not be . or ..")
+	case strings.ContainsAny(id, "/\\\x00"):
+		return errors.New("must not contain a path separator or NUL")
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return errors.New("must not contain control characters")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+// Package toolcache discovers the tools of every enabled MCP server and keeps
+// them, with the live connections behind them, until the configuration's
+// effective MCP slice changes. It is DeerFlow's mcp/cache.py: lazy on first
+// use, a (path, mtime, size, sha256) check on every read, generation numbers
+// so a reset or an edit during discovery discards that discovery, and
+// last-known-good tools when the file is deleted or broken after a good load.
+package toolcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/envvar"
+	"github.com/antler-mcp/antler/host/upstream"
+)
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("tool cache closed")
+
+// errSuperseded marks a discovery discarded by a reset or a config edit.
+var errSuperseded = errors.New("tool discovery was superseded by a reset or a config change")
+
+// maxAttempts bounds how often one read restarts a superseded discovery.
+const maxAttempts = 5
+
+// Options configure a Cache.
+type Options struct {
+	// ConfigPath is the --config flag (may be empty).
+	ConfigPath string
+	// Lookup resolves $VAR references and the path variables; nil is the process environment.
+	Lookup envvar.Lookup
+	Logger *slog.Logger
+	// Version is sent upstream as the client version.
+	Version string
+}
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	opts Options
+	log  *slog.Logger
+
+	mu         sync.Mutex
+	snap       *Snapshot
+	path       string           // config path the snapshot was built from ("" = none)
+	sig        config.Signature // signature adopted for that path
+	digest     [32]byte         // MCP slice the snapshot serves
+	badSig     config.Signature // a broken revision already reported
+	generation uint64
+	inflight   *discovery
+	closed     bool
+}
+
+type discovery struct {
+	generation uint64
+	done       chan struct{}
+	snap       *Snapshot
+	err        error
+}
+
+// New returns a cache; nothing is discovered until the first read.
+func New(opts Options) *Cache {
+	if opts.Lookup == nil {
+		opts.Lookup = envvar.OS
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{opts: opts, log: log}
+}
+
+// Snapshot returns the current tools, discovering them on first use or after
+// the effective configuration changed. It is the hot path: a missing or broken
+// file is not an error once something has been served.
+func (c *Cache) Snapshot(ctx context.Context) (*Snapshot, error) {
+	return c.get(ctx, false)
+}
+
+// Load is the explicit, loud read used at start-up and by `antler tools`: a
+// config file named by the flag or an environment variable that does not
+// exist, or that does not parse, is an error.
+func (c *Cache) Load(ctx context.Context) (*Snapshot, error) {
+	if _, err := config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup); err != nil {
+		return nil, err
+	}
+	return c.get(ctx, true)
+}
+
+func (c *Cache) get(ctx context.Context, loud bool) (*Snapshot, error) {
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if c.snap != nil {
+			if !c.staleLocked() {
+				s := c.snap
+				c.mu.Unlock()
+				return s, nil
+			}
+			c.log.Info("MCP configuration changed; rebuilding tools", "path", c.path)
+			c.startLocked(c.retireLocked())
+		} else if c.inflight == nil {
+			c.startLocked(nil)
+		}
+		d := c.inflight
+		c.mu.Unlock()
+
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if d.err == nil {
+			return d.snap, nil
+		}
+		if errors.Is(d.err, errSuperseded) && attempt < maxAttempts {
+			continue
+		}
+		if loud {
+			return nil, d.err
+		}
+		return nil, d.err
+	}
+}
+
+// Reset retires the published tools and their connections (closed before any
+// new discovery serves) and makes any discovery in flight unpublishable.
+func (c *Cache) Reset() {
+	c.mu.Lock()
+	retired := c.retireLocked()
+	c.mu.Unlock()
+	if retired != nil {
+		retired.close()
+	}
+}
+
+// Close retires everything; later reads fail with ErrClosed.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	c.closed = true
+	retired := c.retireLocked()
+	d := c.inflight
+	c.mu.Unlock()
+	if retired != nil {
+		retired.close()
+	}
+	if d != nil {
+		<-d.done // its result is discarded and closed by the discovery itself
+	}
+}
+
+// Generation is the number of resets and rebuilds so far.
+func (c *Cache) Generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.generation
+}
+
+func (c *Cache) retireLocked() *Snapshot {
+	c.generation++
+	s := c.snap
+	c.snap = nil
+	c.path, c.sig, c.digest, c.badSig = "", config.Signature{}, [32]byte{}, config.Signature{}
+	return s
+}
+
+// startLocked launches a discovery for the current generation. It runs on its
+// own context, not a caller's, so one client hanging up does not fail the
+// others waiting on it; each server is bounded by its session_init_timeout.
+func (c *Cache) startLocked(retired *Snapshot) {
+	d := &discovery{generation: c.generation, done: make(chan struct{})}
+	c.inflight = d
+	go func() {
+		defer close(d.done)
+		if retired != nil {
+			retired.close() // old connections go before new ones serve
+		}
+		snap, path, sig, digest, err := c.discover()
+		c.mu.Lock()
+		if c.inflight == d {
+			c.inflight = nil
+		}
+		if err == nil && (c.generation != d.generation || c.closed) {
+			err = errSuperseded
+		}
+		if err != nil {
+			c.mu.Unlock()
+			if snap != nil {
+				snap.close()
+			}
+			d.err = err
+			return
+		}
+		c.generation++
+		snap.Generation = c.generation
+		c.snap, c.path, c.sig, c.digest = snap, path, sig, digest
+		d.generation = c.generation
+		c.mu.Unlock()
+		d.snap = snap
+	}()
+}
+
+// discover loads the configuration once, connects to every enabled server
+// concurrently and assembles the tool set. It re-checks the file afterwards:
+// if the MCP slice changed while servers were being contacted, the result is
+// discarded rather than published under the new file's signature.
+func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error) {
+	var zero [32]byte
+	path, err := config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup)
+	if err != nil {
+		if !errors.Is(err, config.ErrExplicitMissing) {
+			return nil, "", config.Signature{}, zero, err
+		}
+		path = "" // quiet: a vanished explicit file counts as unconfigured
+	}
+	ext, sig, err := config.Load(path, c.opts.Lookup)
+	if err != nil {
+		return nil, "", config.Signature{}, zero, err
+	}
+	for _, w := range ext.Warnings {
+		c.log.Warn("extensions config", "warning", w)
+	}
+	digest := ext.MCPDigest()
+	snap := build(ext, c.opts, c.log)
+	snap.ConfigPath = path
+
+	if path != "" {
+		if now, ok := config.Stat(path); ok && now != sig {
+			next, nsig, err := config.Load(path, c.opts.Lookup)
+			if err == nil && next.MCPDigest() != digest {
+				snap.close()
+				return nil, "", config.Signature{}, zero, errSuperseded
+			}
+			if err == nil {
+				sig = nsig
+			}
+		}
+	}
+	return snap, path, sig, digest, nil
+}
+
+// staleLocked decides whether the published snapshot must be rebuilt. A
+// changed signature is only a signal: the file is re-read and the snapshot is
+// retired only if the effective MCP slice differs. Otherwise the new
+// signature is adopted and tools and connections are kept.
+func (c *Cache) staleLocked() bool {
+	path, err := config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup)
+	if err != nil {
+		return false // quiet: a vanished explicit file keeps last-known-good
+	}
+	if c.path == "" {
+		return path != "" // built without a file; one has appeared
+	}
+	sig, ok := config.Stat(path)
+	if !ok {
+		return false // deleted after a good load: keep serving
+	}
+	if path == c.path && sig == c.sig && sig.Verifiable() {
+		return false
+	}
+	if sig == c.badSig {
+		return false // already reported; wait for the next edit
+	}
+	ext, lsig, err := config.Load(path, c.opts.Lookup)
+	if err != nil {
+		// Keep last-known-good and report once per broken revision. The
+		// message names the file and fields only.
+		c.badSig = sig
+		c.log.Warn("extensions config changed but cannot be loaded; still serving the last good tools", "error", err.Error())
+		return false
+	}
+	if ext.MCPDigest() == c.digest {
+		c.path, c.sig, c.badSig = path, lsig, config.Signature{}
+		return false
+	}
+	return true
+}
+
+// build connects to every enabled server concurrently and assembles the
+// snapshot in configuration order.
+func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
+	servers := ext.Enabled()
+	uopts := upstream.Options{Logger: log, Version: opts.Version}
+	type result struct {
+		conn  *upstream.Conn
+		tools []upstream.Tool
+		err   error
+	}
+	results := make([]result, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		if srv.Problem != nil {
+			results[i].err = srv.Problem
+			continue
+		}
+		wg.Go(func() {
+			ctx, cancel := withTimeout(context.Background(), srv.SessionInitTimeout)
+			defer cancel()
+			conn, err := upstream.Dial(ctx, srv, uopts)
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			tools, err := conn.ListTools(ctx)
+			if err != nil {
+				conn.Close()
+				results[i].err = err
+				return
+			}
+			results[i] = result{conn: conn, tools: tools}
+		})
+	}
+	wg.Wait()
+
+	snap := &Snapshot{
+		DiscoveredAt: time.Now(),
+		Warnings:     ext.Warnings,
+		byName:       map[string]int{},
+		endpoints:    map[string]*endpoint{},
+	}
+	owner := map[string]string{} // exposed name → server
+	for i, srv := range servers {
+		st := ServerStatus{Name: srv.Name, Transport: srv.Type}
+		r := results[i]
+		if r.err != nil {
+			st.State = StateFailed
+			st.Error = discoveryReason(srv, r.err)
+			log.Warn("skipping MCP server after tool discovery failed", "server", srv.Name, "error", st.Error)
+			snap.Servers = append(snap.Servers, st)
+			continue
+		}
+		st.State = StateConnected
+		st.ProtocolVersion = r.conn.ProtocolVersion()
+		snap.endpoints[srv.Name] = &endpoint{server: srv, opts: uopts, log: log, conn: r.conn}
+		for _, ut := range r.tools {
+			name := srv.ExposedName(ut.Name)
+			if !validToolName.MatchString(name) {
+				st.InvalidNames++
+				log.Warn("dropping MCP tool with an invalid name", "server", srv.Name)
+				continue
+			}
+			if winner, taken := owner[name]; taken {
+				st.Conflicts = append(st.Conflicts, Conflict{Tool: ut.Name, Name: name, KeptFrom: winner})
+				log.Warn("MCP tool name collision; keeping the first in config order", "name", name, "server", srv.Name, "kept_from", winner)
+				continue
+			}
+			owner[name] = srv.Name
+			t := Tool{
+				Name:         name,
+				Server:       srv.Name,
+				OriginalName: ut.Name,
+				Description:  ut.Description,
+				InputSchema:  ut.InputSchema,
+				OutputSchema: ut.OutputSchema,
+			}
+			if len(t.InputSchema) == 0 {
+				t.InputSchema = []byte(`{"type":"object"}`)
+			}
+			if r := srv.EffectiveRouting(ut.Name); r.Mode != config.RoutingOff {
+				t.Routing = &r
+			}
+			snap.byName[name] = len(snap.Tools)
+			snap.Tools = append(snap.Tools, t)
+			st.Tools++
+		}
+		snap.Servers = append(snap.Servers, st)
+	}
+	return snap
+}
+
+// discoveryReason turns a discovery failure into a message without secrets.
+func discoveryReason(srv *config.Server, err error) string {
+	var fe *config.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return fe.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("tool discovery timed out after %s", srv.SessionInitTimeout)
+	}
+	return truncate(Redact(err.Error()), 500)
+}

@@ -1,0 +1,263 @@
+package toolcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/upstream"
+)
+
+// ErrUnknownTool is returned for a name that no server exposes.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// validToolName is DeerFlow's rule for exposed names: anything else could
+// forge prompt structure when the name is shown to a model.
+var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Tool is one tool as agents see it.
+type Tool struct {
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	OriginalName string          `json:"original_name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// Routing is the tool's effective routing, present when its mode is not "off".
+	Routing *config.Routing `json:"routing,omitempty"`
+}
+
+// Server states reported on /api/mcp/servers.
+const (
+	StateConnected = "connected"
+	StateFailed    = "failed"
+)
+
+// Conflict is a tool hidden because another tool already had its exposed name.
+type Conflict struct {
+	Tool     string `json:"tool"`      // the upstream's own name
+	Name     string `json:"name"`      // the exposed name both wanted
+	KeptFrom string `json:"kept_from"` // the server whose tool kept the name
+}
+
+// ServerStatus is one enabled server's discovery outcome.
+type ServerStatus struct {
+	Name            string     `json:"name"`
+	Transport       string     `json:"transport"`
+	State           string     `json:"state"`
+	Error           string     `json:"error,omitempty"`
+	Tools           int        `json:"tools"`
+	ProtocolVersion string     `json:"protocol_version,omitempty"`
+	Conflicts       []Conflict `json:"conflicts,omitempty"`
+	// InvalidNames counts upstream tools dropped for names outside [A-Za-z0-9_-].
+	InvalidNames int `json:"invalid_names,omitempty"`
+	PID          int `json:"pid,omitempty"`
+}
+
+// Snapshot is one published discovery: the tools, the servers' status and the
+// live connections behind them. It is immutable once published.
+type Snapshot struct {
+	Generation   uint64
+	ConfigPath   string
+	DiscoveredAt time.Time
+	Tools        []Tool
+	Servers      []ServerStatus
+	Warnings     []string
+
+	byName    map[string]int
+	endpoints map[string]*endpoint
+}
+
+// Tool returns the tool exposed as name.
+func (s *Snapshot) Tool(name string) (Tool, bool) {
+	i, ok := s.byName[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return s.Tools[i], true
+}
+
+// ServerStatus returns the status of a live server, with its current pid.
+func (s *Snapshot) ServerStatuses() []ServerStatus {
+	out := make([]ServerStatus, len(s.Servers))
+	copy(out, s.Servers)
+	for i := range out {
+		if ep, ok := s.endpoints[out[i].Name]; ok {
+			out[i].PID = ep.pid()
+		}
+	}
+	return out
+}
+
+// Call routes a call to the server the tool came from (never by its name)
+// and returns the raw CallToolResult. Failures are *CallError.
+func (s *Snapshot) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	t, ok := s.Tool(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+	}
+	ep := s.endpoints[t.Server]
+	return ep.call(ctx, t.OriginalName, args)
+}
+
+func (s *Snapshot) close() {
+	var wg sync.WaitGroup
+	for _, ep := range s.endpoints {
+		wg.Go(ep.close)
+	}
+	wg.Wait()
+}
+
+// CallError is a failed tool call. Message is safe to show to a model: it
+// names the server and tool and never carries a credential or a URL.
+type CallError struct {
+	Server  string
+	Tool    string
+	Timeout bool
+	Message string
+	Err     error
+}
+
+func (e *CallError) Error() string { return e.Message }
+func (e *CallError) Unwrap() error { return e.Err }
+
+// endpoint is a server's connection, re-dialled after it dies.
+type endpoint struct {
+	server *config.Server
+	opts   upstream.Options
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	conn   *upstream.Conn
+	closed bool
+}
+
+func (ep *endpoint) pid() int {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.conn == nil {
+		return 0
+	}
+	return ep.conn.PID()
+}
+
+// get returns the live connection, dialling a new one (bounded by
+// session_init_timeout) when the last one died.
+func (ep *endpoint) get(ctx context.Context) (*upstream.Conn, error) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.closed {
+		return nil, upstream.ErrConnectionClosed
+	}
+	if ep.conn != nil {
+		return ep.conn, nil
+	}
+	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
+	defer cancel()
+	conn, err := upstream.Dial(dctx, ep.server, ep.opts)
+	if err != nil {
+		return nil, err
+	}
+	ep.conn = conn
+	return conn, nil
+}
+
+// drop forgets conn if it is still the current one, and closes it.
+func (ep *endpoint) drop(conn *upstream.Conn) {
+	ep.mu.Lock()
+	if ep.conn == conn {
+		ep.conn = nil
+	}
+	ep.mu.Unlock()
+	go conn.Close()
+}
+
+func (ep *endpoint) close() {
+	ep.mu.Lock()
+	conn := ep.conn
+	ep.conn, ep.closed = nil, true
+	ep.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+}
+
+func (ep *endpoint) call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
+	name := ep.server.Name
+	conn, err := ep.get(ctx)
+	if err != nil {
+		ep.log.Warn("upstream unavailable", "server", name, "tool", tool, "error", Redact(err.Error()))
+		return nil, &CallError{Server: name, Tool: tool, Err: err,
+			Message: fmt.Sprintf("MCP server '%s' is unavailable", name)}
+	}
+	cctx, cancel := withTimeout(ctx, ep.server.ToolCallTimeout)
+	defer cancel()
+	raw, err := conn.CallTool(cctx, tool, args, nil)
+	if err == nil {
+		return raw, nil
+	}
+	var rpcErr *upstream.RPCError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, &CallError{Server: name, Tool: tool, Timeout: true, Err: err,
+			Message: fmt.Sprintf("MCP tool '%s' on server '%s' timed out after %s", tool, name, ep.server.ToolCallTimeout)}
+	case ctx.Err() != nil:
+		return nil, &CallError{Server: name, Tool: tool, Err: ctx.Err(),
+			Message: fmt.Sprintf("MCP tool '%s' on server '%s' was cancelled", tool, name)}
+	case errors.As(err, &rpcErr):
+		return nil, &CallError{Server: name, Tool: tool, Err: err,
+			Message: fmt.Sprintf("MCP server '%s' returned an error for tool '%s': %s", name, tool, truncate(Redact(rpcErr.Message), 1000))}
+	case upstream.IsConnectionClosed(err):
+		// The failed call is not replayed: it may have had effects.
+		ep.drop(conn)
+		ep.log.Warn("upstream connection lost", "server", name, "tool", tool, "error", Redact(err.Error()))
+		return nil, &CallError{Server: name, Tool: tool, Err: err,
+			Message: fmt.Sprintf("MCP server '%s' closed the connection during the call to '%s'", name, tool)}
+	default:
+		ep.log.Warn("upstream call failed", "server", name, "tool", tool, "error", Redact(err.Error()))
+		return nil, &CallError{Server: name, Tool: tool, Err: err,
+			Message: fmt.Sprintf("MCP tool '%s' on server '%s' failed", tool, name)}
+	}
+}
+
+// withTimeout bounds ctx by d; zero means no bound.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// urlPattern matches URLs so their query strings and user info can be cut
+// from messages: a token in a query parameter must not reach a log or a model.
+var urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+
+// Redact removes user info, query strings and fragments from every URL in s.
+func Redact(s string) string {
+	return urlPattern.ReplaceAllStringFunc(s, func(u string) string {
+		scheme, rest, _ := strings.Cut(u, "://")
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			if slash := strings.IndexAny(rest, "/?#"); slash < 0 || at < slash {
+				rest = rest[at+1:]
+			}
+		}
+		if i := strings.IndexAny(rest, "?#"); i >= 0 {
+			rest = rest[:i] + "?…"
+		}
+		return scheme + "://" + rest
+	})
+}

@@ -1,0 +1,105 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// mcp-go decodes results into typed structs, which drops schema keywords such
+// as $schema, oneOf and minProperties from tool lists. captureTransport sits
+// between the mcp-go client and its transport and keeps the raw JSON result of
+// the requests a caller asked for, so the client still does the protocol work
+// (version negotiation, _meta, headers) and Antler still sees the bytes.
+
+type captureKey struct{}
+
+// capture collects the raw results of one method sent under a context.
+type capture struct {
+	method string
+
+	mu      sync.Mutex
+	results []json.RawMessage
+	rpcErr  *RPCError
+}
+
+func withCapture(ctx context.Context, method string) (context.Context, *capture) {
+	c := &capture{method: method}
+	return context.WithValue(ctx, captureKey{}, c), c
+}
+
+func (c *capture) record(resp *transport.JSONRPCResponse) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if resp.Error != nil {
+		c.rpcErr = &RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
+		return
+	}
+	c.results = append(c.results, append(json.RawMessage(nil), resp.Result...))
+}
+
+func (c *capture) last() (json.RawMessage, *RPCError) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.results) == 0 {
+		return nil, c.rpcErr
+	}
+	return c.results[len(c.results)-1], c.rpcErr
+}
+
+func (c *capture) all() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.results
+}
+
+// captureTransport wraps a transport; the optional interfaces mcp-go looks
+// for are forwarded so wrapping changes nothing else.
+type captureTransport struct {
+	transport.Interface
+}
+
+var _ transport.BidirectionalInterface = (*captureTransport)(nil)
+
+func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.Interface.SendRequest(ctx, req)
+	if err == nil && resp != nil {
+		if c, ok := ctx.Value(captureKey{}).(*capture); ok && c.method == req.Method {
+			c.record(resp)
+		}
+	}
+	return resp, err
+}
+
+func (t *captureTransport) SetRequestHandler(h transport.RequestHandler) {
+	if b, ok := t.Interface.(transport.BidirectionalInterface); ok {
+		b.SetRequestHandler(h)
+	}
+}
+
+// captureHTTPTransport is the wrapper for HTTP transports, which mcp-go
+// recognises by their SetProtocolVersion method.
+type captureHTTPTransport struct {
+	*captureTransport
+	http transport.HTTPConnection
+}
+
+var _ transport.HTTPConnection = captureHTTPTransport{}
+
+func (t captureHTTPTransport) SetProtocolVersion(v string) { t.http.SetProtocolVersion(v) }
+
+func (t captureHTTPTransport) SetConnectionLostHandler(h func(error)) {
+	if s, ok := t.http.(interface{ SetConnectionLostHandler(func(error)) }); ok {
+		s.SetConnectionLostHandler(h)
+	}
+}
+
+func wrapTransport(inner transport.Interface) transport.Interface {
+	base := &captureTransport{Interface: inner}
+	if h, ok := inner.(transport.HTTPConnection); ok {
+		return captureHTTPTransport{captureTransport: base, http: h}
+	}
+	return base
+}

@@ -1,0 +1,329 @@
+// Package upstream connects to one MCP server over stdio, legacy HTTP+SSE or
+// streamable HTTP with mcp-go, and exchanges tool lists and tool calls with it
+// as raw JSON, so schemas and results reach agents exactly as the server wrote
+// them.
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/antler-mcp/antler/host/config"
+)
+
+// ClientName is the implementation name sent to upstream servers.
+const ClientName = "antler"
+
+// ErrConnectionClosed is wrapped by errors that mean the connection is gone
+// (the process exited, the stream broke): the next call needs a new one.
+var ErrConnectionClosed = errors.New("upstream connection closed")
+
+// ErrUnsupportedVersion is wrapped when a pinned protocol_version is not an
+// MCP revision this client speaks.
+var ErrUnsupportedVersion = errors.New("unsupported MCP protocol version")
+
+// RPCError is a JSON-RPC error answered by the upstream server.
+type RPCError struct {
+	Code    int
+	Message string
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("upstream error %d: %s", e.Code, e.Message)
+}
+
+// inheritedEnv are the only host variables a stdio child inherits, as in the
+// MCP Python SDK's default environment: the host's own secrets (API keys,
+// database URLs) never reach a child unless the operator passes them in env.
+var inheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+
+// Options tune a connection.
+type Options struct {
+	Logger  *slog.Logger
+	Version string // client version sent in clientInfo
+}
+
+// Tool is one upstream tool as the server described it.
+type Tool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+// Conn is one live connection to an upstream MCP server. It is safe for
+// concurrent use; calls are multiplexed by the protocol.
+type Conn struct {
+	server   *config.Server
+	client   *client.Client
+	protocol string
+	cancel   context.CancelFunc // ends the connection's own context
+	log      *slog.Logger
+
+	mu  sync.Mutex
+	cmd *exec.Cmd // stdio only
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Dial connects and initializes. ctx bounds the whole handshake (the caller
+// applies session_init_timeout); the connection itself lives until Close,
+// never bound to ctx, because mcp-go ties a child's and a stream's lifetime
+// to the context they were started with.
+func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) {
+	if srv.Problem != nil {
+		return nil, srv.Problem
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("server", srv.Name)
+	connCtx, cancel := context.WithCancel(context.Background())
+	c := &Conn{server: srv, cancel: cancel, log: log}
+
+	inner, err := c.newTransport()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	var copts []client.ClientOption
+	if srv.ProtocolVersion != "" {
+		if !mcp.IsValidProtocolVersion(srv.ProtocolVersion) {
+			cancel()
+			return nil, fmt.Errorf("%w %q (known: %v)", ErrUnsupportedVersion, srv.ProtocolVersion, mcp.ValidProtocolVersions)
+		}
+		copts = append(copts, client.WithProtocolVersion(srv.ProtocolVersion))
+	}
+	c.client = client.NewClient(wrapTransport(inner), copts...)
+
+	// Abort the start (an SSE stream, a child's handshake) if ctx ends first.
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	if err := c.client.Start(connCtx); err != nil {
+		c.Close()
+		return nil, dialError(ctx, "start", err)
+	}
+	res, err := c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: srv.ProtocolVersion,
+		ClientInfo:      mcp.Implementation{Name: ClientName, Version: opts.Version},
+	}})
+	if err != nil {
+		c.Close()
+		return nil, dialError(ctx, "initialize", err)
+	}
+	if !stop() { // ctx ended while we finished: the connection was cancelled
+		c.Close()
+		return nil, dialError(ctx, "initialize", ctx.Err())
+	}
+	c.protocol = res.ProtocolVersion
+	return c, nil
+}
+
+func dialError(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	return fmt.Errorf("%s: %w", op, classify(err))
+}
+
+func (c *Conn) newTransport() (transport.Interface, error) {
+	srv := c.server
+	switch srv.Type {
+	case config.TransportStdio:
+		env := make([]string, 0, len(srv.Env))
+		for _, p := range srv.Env {
+			env = append(env, p.Key+"="+p.Value)
+		}
+		return transport.NewStdioWithOptions(srv.Command, env, srv.Args, transport.WithCommandFunc(c.command)), nil
+	case config.TransportHTTP:
+		return transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers.Map()))
+	case config.TransportSSE:
+		return transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers.Map()))
+	}
+	return nil, fmt.Errorf("unsupported transport %q", srv.Type)
+}
+
+// command builds the stdio child: its own process group (so npx's node
+// grandchild is killed with it), a parent-death signal, the operator's cwd,
+// and only the inherited variables plus the configured env. The context mcp-go
+// passes is deliberately not used: the child lives until Close.
+func (c *Conn) command(_ context.Context, name string, env []string, args []string) (*exec.Cmd, error) {
+	cmd := exec.Command(name, args...)
+	base := make([]string, 0, len(inheritedEnv)+len(env))
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			base = append(base, k+"="+v)
+		}
+	}
+	cmd.Env = append(base, env...)
+	cmd.Dir = c.server.Cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = &lineLogger{log: c.log}
+	cmd.WaitDelay = 2 * time.Second
+	c.mu.Lock()
+	c.cmd = cmd
+	c.mu.Unlock()
+	return cmd, nil
+}
+
+// ProtocolVersion is the negotiated MCP revision.
+func (c *Conn) ProtocolVersion() string { return c.protocol }
+
+// PID is the stdio child's process id, or 0.
+func (c *Conn) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// ListTools returns every tool the server lists (all pages), each as the
+// server wrote it.
+func (c *Conn) ListTools(ctx context.Context) ([]Tool, error) {
+	ctx, capt := withCapture(ctx, string(mcp.MethodToolsList))
+	if _, err := c.client.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		if _, rpcErr := capt.last(); rpcErr != nil {
+			return nil, fmt.Errorf("tools/list: %w", rpcErr)
+		}
+		return nil, fmt.Errorf("tools/list: %w", classify(err))
+	}
+	var tools []Tool
+	for _, page := range capt.all() {
+		var p struct {
+			Tools []Tool `json:"tools"`
+		}
+		if err := json.Unmarshal(page, &p); err != nil {
+			return nil, fmt.Errorf("tools/list: decode result: %w", err)
+		}
+		tools = append(tools, p.Tools...)
+	}
+	return tools, nil
+}
+
+// CallTool calls the tool named name (the server's own name) and returns the
+// raw CallToolResult. A JSON-RPC error from the server is an *RPCError.
+func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
+	ctx, capt := withCapture(ctx, string(mcp.MethodToolsCall))
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	if len(args) > 0 {
+		req.Params.Arguments = args
+	}
+	if len(meta) > 0 {
+		req.Params.Meta = &mcp.Meta{AdditionalFields: meta}
+	}
+	_, err := c.client.CallTool(ctx, req)
+	raw, rpcErr := capt.last()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if rpcErr != nil && raw == nil {
+			return nil, rpcErr
+		}
+		return nil, classify(err)
+	}
+	if raw == nil {
+		return nil, errors.New("tools/call: no result captured")
+	}
+	return raw, nil
+}
+
+// Close ends the connection. For stdio it closes the child's stdin, waits
+// briefly, then kills the child's whole process group so nothing outlives it.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		if c.client != nil {
+			c.closeErr = c.client.Close()
+		}
+		c.mu.Lock()
+		cmd := c.cmd
+		c.mu.Unlock()
+		if cmd != nil && cmd.Process != nil {
+			// The group id is the child's pid (Setpgid). Kill leftovers such
+			// as npx's node grandchild.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	return c.closeErr
+}
+
+// classify maps transport failures to ErrConnectionClosed so callers can
+// tell a dead connection from a failed call.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if IsConnectionClosed(err) {
+		return fmt.Errorf("%w: %w", ErrConnectionClosed, err)
+	}
+	return err
+}
+
+// IsConnectionClosed reports whether err means the connection is gone (as
+// opposed to a timeout or a failed call on a healthy connection).
+func IsConnectionClosed(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ErrConnectionClosed),
+		errors.Is(err, transport.ErrTransportClosed),
+		errors.Is(err, transport.ErrSessionTerminated),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, os.ErrClosed):
+		return true
+	}
+	return false
+}
+
+// lineLogger turns a child's stderr into debug log lines.
+type lineLogger struct {
+	log *slog.Logger
+	buf []byte
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.emit(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+	if len(l.buf) > 64<<10 { // a very long line: flush what we have
+		l.emit(l.buf)
+		l.buf = nil
+	}
+	return len(p), nil
+}
+
+func (l *lineLogger) emit(line []byte) {
+	if len(line) > 0 {
+		l.log.Debug("upstream stderr", "line", string(line))
+	}
+}

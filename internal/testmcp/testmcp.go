@@ -1,0 +1,225 @@
+// Package testmcp gives tests anywhere in this repository a real MCP server to
+// talk to: the demo server in examples/mcpserver/demo, built once per test
+// binary and started as a child process.
+package testmcp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// demoPackage is the import path, relative to the repository root, of the
+// server that Build compiles.
+const demoPackage = "./examples/mcpserver/demo"
+
+// Timeouts for StartHTTP: how long the server may take to announce its
+// address, and how long it may take to exit after SIGTERM before it is killed.
+const (
+	startTimeout = 30 * time.Second
+	stopTimeout  = 5 * time.Second
+)
+
+// listeningPrefix starts the line the demo server prints on stdout once its
+// HTTP listener is bound.
+const listeningPrefix = "listening on "
+
+// built caches the demo binary for the life of the test process. Building is
+// by far the slowest step, and every test would otherwise repeat it.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Build compiles the demo MCP server and returns the path of the binary. The
+// first call in a test process builds it into a fresh directory under the
+// system temp dir; later calls, including concurrent ones, reuse that result.
+// The directory outlives individual tests, so it is not removed.
+func Build(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.path, built.err = build()
+	})
+	if built.err != nil {
+		t.Fatalf("testmcp: %v", built.err)
+	}
+	return built.path
+}
+
+// build compiles the demo server. It returns errors rather than failing a
+// test, because it runs inside sync.Once and its result is shared by all.
+func build() (string, error) {
+	root, err := findRepoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "antler-testmcp-")
+	if err != nil {
+		return "", fmt.Errorf("create build dir: %w", err)
+	}
+	bin := filepath.Join(dir, "demo")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	// go test puts its own toolchain first on PATH, so "go" is the toolchain
+	// that is running the tests.
+	cmd := exec.Command("go", "build", "-o", bin, demoPackage)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", demoPackage, err, out)
+	}
+	return bin, nil
+}
+
+// RepoRoot returns the repository root: the nearest directory at or above
+// the working directory that contains go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := findRepoRoot()
+	if err != nil {
+		t.Fatalf("testmcp: %v", err)
+	}
+	return root
+}
+
+// findRepoRoot walks up from the working directory to the first directory
+// holding a go.mod file.
+func findRepoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find repo root: %w", err)
+	}
+	for dir := wd; ; {
+		_, err := os.Stat(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("find repo root: %w", err)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("find repo root: no go.mod at or above %s", wd)
+		}
+		dir = parent
+	}
+}
+
+// StartHTTP starts the demo server with -transport set to transport ("http"
+// or "sse") followed by args, waits for it to announce its address and
+// returns the base URL, such as http://127.0.0.1:41234. Callers append /mcp
+// (streamable HTTP) or /sse (HTTP+SSE).
+//
+// The server is stopped when the test ends: it gets SIGTERM and, if it has
+// not exited within five seconds, is killed. Its stderr is logged if the test
+// failed.
+func StartHTTP(t testing.TB, transport string, args ...string) string {
+	t.Helper()
+	bin := Build(t)
+
+	cmd := exec.Command(bin, append([]string{"-transport", transport}, args...)...)
+	announced := newFirstLine()
+	var stderr bytes.Buffer
+	cmd.Stdout = announced
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testmcp: start demo server: %v", err)
+	}
+
+	// One goroutine owns Wait. Closing exited publishes the exit status and,
+	// because Wait returns only after the output copiers finish, makes stderr
+	// safe to read.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+
+	t.Cleanup(func() {
+		stop(t, cmd, exited)
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("demo server (-transport %s) stderr:\n%s", transport, stderr.Bytes())
+		}
+	})
+
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	var line string
+	select {
+	case line = <-announced.line:
+	case <-exited:
+		t.Fatalf("testmcp: demo server exited before announcing its address: %v\nstderr:\n%s", waitErr, stderr.Bytes())
+	case <-timer.C:
+		t.Fatalf("testmcp: demo server did not announce its address within %s", startTimeout)
+	}
+
+	base, ok := strings.CutPrefix(line, listeningPrefix)
+	if !ok {
+		t.Fatalf("testmcp: unexpected first line from demo server: %q", line)
+	}
+	if u, err := url.Parse(base); err != nil || u.Scheme != "http" || u.Host == "" {
+		t.Fatalf("testmcp: demo server announced an invalid URL %q", base)
+	}
+	return base
+}
+
+// stop asks the server to shut down gracefully and kills it if it does not
+// exit within stopTimeout. It returns once the process has exited.
+func stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
+	select {
+	case <-exited:
+		return // already gone, for instance after the exit tool
+	default:
+	}
+	// Signal is unsupported on some platforms; a kill is the fallback.
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		_ = cmd.Process.Kill()
+	}
+	timer := time.NewTimer(stopTimeout)
+	defer timer.Stop()
+	select {
+	case <-exited:
+	case <-timer.C:
+		t.Logf("testmcp: demo server ignored SIGTERM for %s; killing it", stopTimeout)
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// firstLine is an io.Writer that delivers the first line written to it on
+// the line channel and discards everything after. Only the os/exec copier
+// goroutine writes to it.
+type firstLine struct {
+	line chan string
+	buf  []byte
+	done bool
+}
+
+func newFirstLine() *firstLine {
+	return &firstLine{line: make(chan string, 1)}
+}
+
+// Write implements io.Writer.
+func (w *firstLine) Write(p []byte) (int, error) {
+	if w.done {
+		return len(p), nil
+	}
+	w.buf = append(w.buf, p...)
+	if i := bytes.IndexByte(w.buf, '\n'); i >= 0 {
+		w.line <- strings.TrimRight(string(w.buf[:i]), "\r")
+		w.buf, w.done = nil, true
+	}
+	return len(p), nil
+}
