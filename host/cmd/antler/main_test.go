@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/internal/testmcp"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := writeFile(t, "good.json", `{"mcpServers": {"a": {"command": "x"}, "b": {"enabled": false, "type": "http"}}}`)
+	bad := writeFile(t, "bad.json", `{"mcpServers": {"a": {"command": "x", "args": ["ok", 3, "$SECRET"], "routing": {"mode": "always"}},
+		"b": {"type": "http", "headers": {"X-Key": "$SECRET", "x-key": "y"}}}}`)
+	unstartable := writeFile(t, "unstartable.json", `{"mcpServers": {"a": {"type": "http"}, "b": {"command": "ok"}}}`)
+	t.Setenv("SECRET", "hunter2-do-not-print")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		code    int
+		want    []string
+		wantOut string
+	}{
+		{"good", []string{"config", "validate", good}, 0, nil, "OK (2 servers, 1 enabled)"},
+		{"every problem", []string{"config", "validate", bad}, 1, []string{
+			"3 problem(s)",
+			"mcpServers.a.args[1]: must be a string, got a number",
+			`mcpServers.a.routing.mode: must be one of "off", "prefer", got "always"`,
+			"mcpServers.b.headers: maps the same HTTP header under two spellings",
+		}, ""},
+		{"server that cannot start", []string{"config", "validate", unstartable}, 1, []string{"mcpServers.a.url: MCP server 'a' with http transport requires 'url' field"}, ""},
+		{"missing file", []string{"config", "validate", filepath.Join(t.TempDir(), "nope.json")}, 1, []string{"not found"}, ""},
+		{"not JSON", []string{"config", "validate", writeFile(t, "x.json", "{")}, 1, []string{"not valid JSON"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tc.args, &out, &errb)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, &out, &errb)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, &errb)
+				}
+			}
+			if !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("stdout %q lacks %q", &out, tc.wantOut)
+			}
+			if strings.Contains(out.String()+errb.String(), "hunter2") {
+				t.Error("a resolved $VAR value was printed")
+			}
+		})
+	}
+}
+
+func TestToolsCommand(t *testing.T) {
+	bin := testmcp.Build(t)
+	cfg := writeFile(t, "c.json", fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}, "broken": {"command": "/nonexistent/x"}}}`, bin))
+	var out, errb bytes.Buffer
+	code := run([]string{"tools", "--config", cfg}, &out, &errb)
+	if code != 1 {
+		t.Errorf("exit %d, want 1 because a server failed", code)
+	}
+	if !regexp.MustCompile(`(?m)^demo_echo\s+demo\s+echo\s+`).MatchString(out.String()) {
+		t.Errorf("tool table:\n%s", &out)
+	}
+	if !strings.Contains(errb.String(), "server broken failed") {
+		t.Errorf("stderr:\n%s", &errb)
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "antler ") {
+		t.Errorf("version: %d %q", code, &out)
+	}
+	if code := run([]string{"bogus"}, &out, &errb); code != 2 {
+		t.Errorf("unknown command exit %d", code)
+	}
+}
+
+func TestServeRefusesOpenNonLoopbackListen(t *testing.T) {
+	var out, errb bytes.Buffer
+	cfg := writeFile(t, "c.json", `{}`)
+	code := run([]string{"serve", "--config", cfg, "--listen", "0.0.0.0:0", "--data", t.TempDir()}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "without API keys") {
+		t.Errorf("exit %d, stderr %s", code, &errb)
+	}
+}
+
+// TestServeShutsDownCleanly runs the real binary: a call in flight when
+// SIGTERM arrives finishes, the process exits 0, and the stdio child is gone.
+func TestServeShutsDownCleanly(t *testing.T) {
+	root := testmcp.RepoRoot(t)
+	antler := filepath.Join(t.TempDir(), "antler")
+	if out, err := exec.Command("go", "build", "-o", antler, filepath.Join(root, "host/cmd/antler")).CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cfg := writeFile(t, "c.json", fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, testmcp.Build(t)))
+	cmd := exec.Command(antler, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", t.TempDir())
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	addr := ""
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if m := regexp.MustCompile(`serving \d+ tools on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no listen line; stderr:\n%s", &stderr)
+	}
+	go io.Copy(io.Discard, stdout)
+
+	resp, err := http.Get(addr + "/api/mcp/servers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Servers []struct{ PID int } `json:"servers"`
+	}
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if len(st.Servers) != 1 || st.Servers[0].PID == 0 {
+		t.Fatalf("servers: %+v", st)
+	}
+	child := st.Servers[0].PID
+
+	type result struct {
+		body string
+		err  error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		resp, err := http.Post(addr+"/api/mcp/tools/demo_sleep/call", "application/json", strings.NewReader(`{"arguments":{"ms":1000}}`))
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inflight <- result{body: string(b)}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := <-inflight
+	if r.err != nil || !strings.Contains(r.body, "slept 1000ms") {
+		t.Errorf("in-flight call across SIGTERM: %q, %v", r.body, r.err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\n%s", err, &stderr)
+	}
+	// The child must be gone (signal 0 probes existence).
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(child, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("stdio child %d outlived the host", child)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
