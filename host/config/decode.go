@@ -218,6 +218,16 @@ func showRaw(raw any) string {
 	return fmt.Sprintf("%q", s)
 }
 
+// shown is the text of a string value for a message that quotes names
+// (DeerFlow's task tool messages): the value as written when it is a $VAR
+// reference, so a resolved variable never reaches a message, else resolved.
+func shown(raw any, resolved string) string {
+	if r, ok := raw.(string); ok && strings.HasPrefix(r, "$") {
+		return r
+	}
+	return resolved
+}
+
 func quoteList(items []string) string {
 	q := make([]string, len(items))
 	for i, s := range items {

@@ -35,39 +35,49 @@ var ErrExplicitMissing = errors.New("extensions config file not found")
 // does not exist is an error wrapping ErrExplicitMissing; finding nothing
 // otherwise returns "" and no error (no servers configured).
 func ResolvePath(explicit string, lookup envvar.Lookup) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("resolve extensions config path: %w", err)
+	}
+	path, source := Locate(explicit, lookup, dir)
+	if source == "" {
+		return path, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%w: specified by %s at %s", ErrExplicitMissing, source, path)
+	}
+	return path, nil
+}
+
+// Locate is the quiet form of ResolvePath for the hot path: relative names
+// resolve against dir, and a file named explicitly is returned without
+// checking that it exists (source names the flag or variable that named it;
+// it is empty for a default file found in dir, or when nothing was found).
+func Locate(explicit string, lookup envvar.Lookup, dir string) (path, source string) {
 	if lookup == nil {
 		lookup = envvar.OS
 	}
-	candidates := []struct{ path, source string }{{explicit, "--config"}}
-	if v, _ := lookup(EnvPath); v != "" {
-		candidates = append(candidates, struct{ path, source string }{v, "environment variable " + EnvPath})
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(dir, p)
 	}
-	if v, _ := lookup(EnvDeerFlowPath); v != "" {
-		candidates = append(candidates, struct{ path, source string }{v, "environment variable " + EnvDeerFlowPath})
+	if explicit != "" {
+		return abs(explicit), "--config"
 	}
-	for _, c := range candidates {
-		if c.path == "" {
-			continue
+	for _, name := range []string{EnvPath, EnvDeerFlowPath} {
+		if v, _ := lookup(name); v != "" {
+			return abs(v), "environment variable " + name
 		}
-		abs, err := filepath.Abs(c.path)
-		if err != nil {
-			return "", fmt.Errorf("resolve extensions config path %q: %w", c.path, err)
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return "", fmt.Errorf("%w: specified by %s at %s", ErrExplicitMissing, c.source, abs)
-		}
-		return abs, nil
 	}
 	for _, name := range DefaultNames {
-		abs, err := filepath.Abs(name)
-		if err != nil {
-			return "", fmt.Errorf("resolve extensions config path %q: %w", name, err)
-		}
-		if st, err := os.Stat(abs); err == nil && !st.IsDir() {
-			return abs, nil
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, ""
 		}
 	}
-	return "", nil
+	return "", ""
 }
 
 // Signature identifies one revision of a file: its modification time, size and
@@ -85,21 +95,42 @@ func (s Signature) Verifiable() bool { return s.SHA256 != "" }
 // Stat returns the signature of the file at path, or ok=false when it cannot be
 // stat'ed (for example it was deleted).
 func Stat(path string) (sig Signature, ok bool) {
-	st, err := os.Stat(path)
+	var s Signer
+	return s.Stat(path)
+}
+
+// Signer computes signatures reusing one read buffer, for the hot path that
+// checks the file on every read. It is not safe for concurrent use.
+type Signer struct {
+	buf []byte
+}
+
+// Stat is the package-level Stat with the signer's buffer.
+func (s *Signer) Stat(path string) (sig Signature, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		if st, serr := os.Stat(path); serr == nil && !st.IsDir() {
+			return Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}, true // present, unreadable
+		}
+		return Signature{}, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil || st.IsDir() {
 		return Signature{}, false
 	}
 	sig = Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}
-	f, err := os.Open(path)
-	if err != nil {
+	if int64(cap(s.buf)) < st.Size() {
+		s.buf = make([]byte, st.Size(), st.Size()+512)
+	}
+	// Read exactly the size fstat reported: a file that grows meanwhile gets a
+	// signature that the next check will see change.
+	buf := s.buf[:st.Size()]
+	if _, err := io.ReadFull(f, buf); err != nil {
 		return sig, true
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return sig, true
-	}
-	sig.SHA256 = hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(buf)
+	sig.SHA256 = hex.EncodeToString(sum[:])
 	return sig, true
 }
 

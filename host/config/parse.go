@@ -198,10 +198,10 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 		}
 	}
 	if v, ok := get("routing"); ok && v != nil {
-		s.Routing = d.routing(field("routing"), v)
+		s.Routing = d.routing(field("routing"), v, rawObj(raw, "routing"))
 	}
 	if v, ok := get("tools"); ok && v != nil {
-		s.Tools = d.toolOverrides(field("tools"), v)
+		s.Tools = d.toolOverrides(field("tools"), v, rawObj(raw, "tools"))
 	}
 	if v, ok := get("oauth"); ok && v != nil {
 		s.OAuth = d.oauth(field("oauth"), v, rawObj(raw, "oauth"))
@@ -213,7 +213,7 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 		s.HeadersFromContext = d.contextHeaders(field("headers_from_context"), v, rawObj(raw, "headers_from_context"))
 	}
 	if v, ok := get("task_toolsets"); ok && v != nil {
-		s.TaskToolsets = d.taskToolsets(field("task_toolsets"), v)
+		s.TaskToolsets = d.taskToolsets(field("task_toolsets"), v, rawAt(raw, "task_toolsets"))
 		if len(s.TaskToolsets) > 0 && (strings.TrimSpace(name) == "" || utf8.RuneCountInString(name) > maxTaskServerName) {
 			d.fail(path, "MCP task server name must contain 1 to %d characters", maxTaskServerName)
 		}
@@ -257,9 +257,9 @@ func isProtocolVersion(v string) bool {
 	return true
 }
 
-func (d *decoder) routing(path string, v any) Routing {
+func (d *decoder) routing(path string, v any, raw *Object) Routing {
 	r := Routing{Mode: RoutingOff}
-	ov := d.routingOverride(path, v)
+	ov := d.routingOverride(path, v, raw)
 	if ov == nil {
 		return r
 	}
@@ -276,7 +276,8 @@ func (d *decoder) routing(path string, v any) Routing {
 }
 
 // routingOverride reads a routing block, recording which fields were set.
-func (d *decoder) routingOverride(path string, v any) *RoutingOverride {
+// raw is the same block before $VAR substitution (for messages).
+func (d *decoder) routingOverride(path string, v any, raw *Object) *RoutingOverride {
 	o, ok := d.object(path, v)
 	if !ok {
 		return nil
@@ -284,7 +285,7 @@ func (d *decoder) routingOverride(path string, v any) *RoutingOverride {
 	d.forbidExtras(path, o, routingFields)
 	ov := &RoutingOverride{}
 	if mv, ok := o.Get("mode"); ok {
-		if m, ok := d.enum(joinPath(path, "mode"), mv, mv, RoutingOff, RoutingPrefer); ok {
+		if m, ok := d.enum(joinPath(path, "mode"), mv, rawAt(raw, "mode"), RoutingOff, RoutingPrefer); ok {
 			ov.Mode = &m
 		}
 	}
@@ -307,7 +308,7 @@ func (d *decoder) routingOverride(path string, v any) *RoutingOverride {
 	return ov
 }
 
-func (d *decoder) toolOverrides(path string, v any) map[string]ToolOverride {
+func (d *decoder) toolOverrides(path string, v any, raw *Object) map[string]ToolOverride {
 	o, ok := d.object(path, v)
 	if !ok {
 		return nil
@@ -322,7 +323,7 @@ func (d *decoder) toolOverrides(path string, v any) map[string]ToolOverride {
 		}
 		ov := ToolOverride{Extra: extras(to, keySet("routing"))}
 		if rv, ok := to.Get("routing"); ok && rv != nil {
-			ov.Routing = d.routingOverride(joinPath(tpath, "routing"), rv)
+			ov.Routing = d.routingOverride(joinPath(tpath, "routing"), rv, rawObj(rawObj(raw, name), "routing"))
 		}
 		out[name] = ov
 	}
@@ -450,7 +451,8 @@ func (d *decoder) contextHeaders(path string, v any, raw *Object) *ContextHeader
 	return c
 }
 
-func (d *decoder) taskToolsets(path string, v any) []TaskToolset {
+func (d *decoder) taskToolsets(path string, v, raw any) []TaskToolset {
+	rawList, _ := raw.([]any)
 	list, ok := v.([]any)
 	if !ok {
 		d.fail(path, "must be a list, got %s", typeName(v))
@@ -466,6 +468,10 @@ func (d *decoder) taskToolsets(path string, v any) []TaskToolset {
 			continue
 		}
 		d.forbidExtras(p, o, toolsetFields)
+		var rawTS *Object
+		if i < len(rawList) {
+			rawTS, _ = rawList[i].(*Object)
+		}
 		var ts TaskToolset
 		if nv, ok := o.Get("name"); ok {
 			if s, ok := d.str(joinPath(p, "name"), nv); ok {
@@ -497,9 +503,9 @@ func (d *decoder) taskToolsets(path string, v any) []TaskToolset {
 				continue
 			}
 			*r.dst = s
-			this := role{ts.Name, strings.TrimSuffix(r.key, "_tool")}
+			this := role{shown(rawAt(rawTS, "name"), ts.Name), strings.TrimSuffix(r.key, "_tool")}
 			if prev, dup := seen[s]; dup {
-				d.fail(joinPath(p, r.key), "MCP task tool '%s' must be unique across task_toolsets and roles; it is configured as both %s.%s and %s.%s", s, prev.toolset, prev.role, this.toolset, this.role)
+				d.fail(joinPath(p, r.key), "MCP task tool '%s' must be unique across task_toolsets and roles; it is configured as both %s.%s and %s.%s", shown(rawAt(rawTS, r.key), s), prev.toolset, prev.role, this.toolset, this.role)
 			} else {
 				seen[s] = this
 			}

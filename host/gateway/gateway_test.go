@@ -268,7 +268,7 @@ func TestRoutingHintsEndpoint(t *testing.T) {
 	}
 }
 
-func writeTemp(t *testing.T, doc string) string {
+func writeTemp(t testing.TB, doc string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "extensions_config.json")
 	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {

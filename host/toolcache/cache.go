@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -44,7 +45,10 @@ type Cache struct {
 	opts Options
 	log  *slog.Logger
 
+	dir string // working directory at New, for relative config names
+
 	mu         sync.Mutex
+	signer     config.Signer // guarded by mu
 	snap       *Snapshot
 	path       string           // config path the snapshot was built from ("" = none)
 	sig        config.Signature // signature adopted for that path
@@ -71,7 +75,8 @@ func New(opts Options) *Cache {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{opts: opts, log: log}
+	dir, _ := os.Getwd()
+	return &Cache{opts: opts, log: log, dir: dir}
 }
 
 // Snapshot returns the current tools, discovering them on first use or after
@@ -251,16 +256,13 @@ func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error
 // retired only if the effective MCP slice differs. Otherwise the new
 // signature is adopted and tools and connections are kept.
 func (c *Cache) staleLocked() bool {
-	path, err := config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup)
-	if err != nil {
-		return false // quiet: a vanished explicit file keeps last-known-good
-	}
+	path, _ := config.Locate(c.opts.ConfigPath, c.opts.Lookup, c.dir)
+	sig, ok := c.signer.Stat(path)
 	if c.path == "" {
-		return path != "" // built without a file; one has appeared
+		return ok // built without a file; one has appeared
 	}
-	sig, ok := config.Stat(path)
 	if !ok {
-		return false // deleted after a good load: keep serving
+		return false // deleted (or a vanished explicit file): keep last-known-good
 	}
 	if path == c.path && sig == c.sig && sig.Verifiable() {
 		return false

@@ -1,0 +1,207 @@
+// Package testnpm gives tests real, third-party MCP servers: the official
+// npm packages pinned in testdata/npm (package.json and package-lock.json).
+// They are installed with
+//
+//	npm ci --prefix testdata/npm
+//
+// and run with the node on PATH. When they are not installed, tests that need
+// them are skipped, except under CI=true, where that is a failure: CI must
+// exercise them.
+package testnpm
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/internal/testmcp"
+)
+
+// InstallHint is the command that installs the pinned servers, run from the
+// repository root.
+const InstallHint = "npm ci --prefix testdata/npm"
+
+// Timeouts for StartEverythingHTTP: how long the server may take to accept
+// TCP connections, and how long it may take to exit after SIGTERM before it
+// is killed.
+const (
+	startTimeout = 30 * time.Second
+	stopTimeout  = 5 * time.Second
+)
+
+// Package directories under testdata/npm/node_modules.
+const (
+	everythingPackage = "@modelcontextprotocol/server-everything"
+	filesystemPackage = "@modelcontextprotocol/server-filesystem"
+)
+
+// Everything returns the absolute path of server-everything's dist/index.js
+// (stdio by default; "streamableHttp" and "sse" select the HTTP modes). It
+// skips the test, or fails it when CI is "true", if the package is not
+// installed or node is not on PATH.
+func Everything(t testing.TB) string {
+	t.Helper()
+	return entryPoint(t, everythingPackage)
+}
+
+// Filesystem returns the absolute path of server-filesystem's dist/index.js
+// (stdio only; pass the allowed directories as arguments). It skips or fails
+// like Everything.
+func Filesystem(t testing.TB) string {
+	t.Helper()
+	return entryPoint(t, filesystemPackage)
+}
+
+func entryPoint(t testing.TB, pkg string) string {
+	t.Helper()
+	root := testmcp.RepoRoot(t)
+	path := filepath.Join(root, "testdata", "npm", "node_modules", filepath.FromSlash(pkg), "dist", "index.js")
+	if _, err := os.Stat(path); err != nil {
+		unavailable(t, "%s is not installed (%v); run `%s` from the repository root", pkg, err, InstallHint)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		unavailable(t, "node is not on PATH, needed to run %s (install Node.js 20+, then run `%s`)", pkg, InstallHint)
+	}
+	return path
+}
+
+// unavailable fails the test under CI=true and skips it otherwise.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := "testnpm: " + fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// StartEverythingHTTP starts server-everything in streamable HTTP mode on a
+// free port, waits until the port accepts TCP connections and returns its
+// endpoint, http://127.0.0.1:<port>/mcp.
+//
+// The server listens on all interfaces; tests only ever connect to
+// 127.0.0.1. Its event store is never trimmed, so its memory grows with every
+// call: fine for a test, not for a benchmark.
+//
+// The server is stopped when the test ends: it gets SIGTERM and, if it has
+// not exited within five seconds, is killed. Its output is logged if the test
+// failed.
+func StartEverythingHTTP(t testing.TB) string {
+	t.Helper()
+	index := Everything(t)
+	port := freePort(t)
+
+	cmd := exec.Command("node", index, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	var out lockedBuffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testnpm: start server-everything: %v", err)
+	}
+
+	// One goroutine owns Wait; closing exited publishes waitErr.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		stop(t, cmd, exited)
+		if t.Failed() && out.Len() > 0 {
+			t.Logf("server-everything (streamableHttp, port %d) output:\n%s", port, out.Bytes())
+		}
+	})
+
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(startTimeout)
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("testnpm: server-everything exited before accepting connections on %s: %v\noutput:\n%s", addr, waitErr, out.Bytes())
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testnpm: server-everything did not accept connections on %s within %s: %v\noutput:\n%s", addr, startTimeout, err, out.Bytes())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr + "/mcp"
+}
+
+// freePort asks the kernel for a free loopback port and releases it for the
+// server to take. Another process could take it in between; the server then
+// exits at once (EADDRINUSE) and StartEverythingHTTP reports that.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testnpm: pick a free port: %v", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		t.Fatalf("testnpm: release port %d: %v", port, err)
+	}
+	return port
+}
+
+// stop sends SIGTERM and kills the process if it has not exited within
+// stopTimeout. It returns once the process has exited.
+func stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		_ = cmd.Process.Kill()
+	}
+	timer := time.NewTimer(stopTimeout)
+	defer timer.Stop()
+	select {
+	case <-exited:
+	case <-timer.C:
+		t.Logf("testnpm: server-everything ignored SIGTERM for %s; killing it", stopTimeout)
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// lockedBuffer collects a child's output; it may be read while the child is
+// still writing (a start-up failure is reported before Wait returns).
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+func (b *lockedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}
