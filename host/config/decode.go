@@ -183,7 +183,9 @@ func (d *decoder) seconds(path string, v any) time.Duration {
 		d.fail(path, "must be at most one year of seconds")
 		return 0
 	}
-	return time.Duration(f * float64(time.Second))
+	// Round, not truncate: 1.005 s is 1004999999.9999999 ns in float64, and a
+	// truncated value would not survive a marshal/parse round trip.
+	return time.Duration(math.Round(f * float64(time.Second)))
 }
 
 // enum reads a string that must be one of allowed. The message echoes the

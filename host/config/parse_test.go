@@ -202,7 +202,11 @@ func TestParseValid(t *testing.T) {
 				equal(t, "lookup extra", compact(t, crm.Tools["lookup"].Extra), `{"x-tool":"kept"}`)
 				equal(t, "export routing override", crm.Tools["export"].Routing, (*config.RoutingOverride)(nil))
 				equal(t, "export extra", compact(t, crm.Tools["export"].Extra), `{"x-tool-only":[]}`)
-				equal(t, "toolsets", len(crm.TaskToolsets), 2)
+				// Raw (un-prefixed) tool names, two groups kept in order.
+				equal(t, "toolsets", crm.TaskToolsets, []config.TaskToolset{
+					{Name: "exports", SubmitTool: "start_export", StatusTool: "export_status", CancelTool: "cancel_export"},
+					{Name: "imports", SubmitTool: "start_import", StatusTool: "import_status", CancelTool: "cancel_import"},
+				})
 				equal(t, "server extra", compact(t, crm.Extra), `{"x-server":{"nested":["key-1"]}}`)
 				local := mustServer(t, ext, "local")
 				equal(t, "local.Args", local.Args, []string{"-m", "local_mcp", "--token", "local-1"})

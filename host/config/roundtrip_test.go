@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/antler-mcp/antler/host/config"
 )
@@ -290,4 +291,41 @@ func TestMCPDigest(t *testing.T) {
 		_, ok := e.Server("x")
 		equal(t, "Server ok", ok, false)
 	})
+}
+
+// TestTimeoutPrecision: a timeout written in decimal seconds is read to the
+// nanosecond and survives the marshal/parse round trip unchanged.
+func TestTimeoutPrecision(t *testing.T) {
+	tests := []struct {
+		seconds string
+		want    time.Duration
+	}{
+		{"1.005", 1005 * time.Millisecond},
+		{"7.94", 7940 * time.Millisecond},
+		{"4.35", 4350 * time.Millisecond},
+		{"0.1", 100 * time.Millisecond},
+		{"123.456789123", 123456789123 * time.Nanosecond},
+		{"67.90846759202162", 67908467592 * time.Nanosecond},
+		{"86400", 24 * time.Hour},
+		{"2e-9", 2 * time.Nanosecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.seconds, func(t *testing.T) {
+			doc := `{"mcpServers": {"s": {"command": "c", "tool_call_timeout": ` + tt.seconds + `, "session_init_timeout": ` + tt.seconds + `}}}`
+			first := mustParse(t, []byte(doc), noEnv)
+			s := first.Servers[0]
+			equal(t, "ToolCallTimeout", s.ToolCallTimeout, tt.want)
+			equal(t, "SessionInitTimeout", s.SessionInitTimeout, tt.want)
+			out, err := json.Marshal(first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := mustParse(t, out, noEnv)
+			equal(t, "ToolCallTimeout after round trip", again.Servers[0].ToolCallTimeout, tt.want)
+			equal(t, "SessionInitTimeout after round trip", again.Servers[0].SessionInitTimeout, tt.want)
+			if again.MCPDigest() != first.MCPDigest() {
+				t.Error("MCPDigest changed over the round trip")
+			}
+		})
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -162,7 +163,7 @@ func ValidateUserID(id string) error {
 		return errors.New("must not contain a path separator or NUL")
 	}
 	for _, r := range id {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) { // C0, DEL and C1 (U+0080–U+009F, e.g. NEL)
 			return errors.New("must not contain control characters")
 		}
 	}

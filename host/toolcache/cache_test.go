@@ -388,3 +388,28 @@ func TestInvalidToolNamesAreDropped(t *testing.T) {
 		t.Errorf("invalid_names = %d, want 1", st.InvalidNames)
 	}
 }
+
+func TestProtocolVersionPinning(t *testing.T) {
+	bin := testmcp.Build(t)
+	versions := []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+	var servers []string
+	for i, v := range versions {
+		servers = append(servers, fmt.Sprintf(`"v%d": {"command": %q, "protocol_version": %q}`, i, bin, v))
+	}
+	servers = append(servers, fmt.Sprintf(`"newest": {"command": %q}`, bin))
+	b := newBundle(t, doc(servers...))
+	s := b.snap()
+	for i, v := range versions {
+		st := status(t, s, fmt.Sprintf("v%d", i))
+		if st.ProtocolVersion != v {
+			t.Errorf("pinned %s, negotiated %q (%+v)", v, st.ProtocolVersion, st)
+		}
+		raw, err := s.Call(context.Background(), fmt.Sprintf("v%d_add", i), json.RawMessage(`{"a":1,"b":2}`))
+		if err != nil || !strings.Contains(string(raw), `"sum":3`) {
+			t.Errorf("%s: add = %s, %v", v, raw, err)
+		}
+	}
+	if st := status(t, s, "newest"); st.ProtocolVersion != "2026-07-28" {
+		t.Errorf("unpinned negotiated %q, want the newest both speak", st.ProtocolVersion)
+	}
+}

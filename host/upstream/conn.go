@@ -51,6 +51,10 @@ func (e *RPCError) Error() string {
 // database URLs) never reach a child unless the operator passes them in env.
 var inheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
 
+// sseResponseCap replaces mcp-go's 60 s SSE response cap: calls are bounded
+// by tool_call_timeout, and a call with none may run this long.
+const sseResponseCap = 7 * 24 * time.Hour
+
 // Options tune a connection.
 type Options struct {
 	Logger  *slog.Logger
@@ -154,7 +158,9 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 	case config.TransportHTTP:
 		return transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers.Map()))
 	case config.TransportSSE:
-		return transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers.Map()))
+		// mcp-go's SSE transport caps every response at 60 s unless told
+		// otherwise; tool_call_timeout is the only bound Antler wants.
+		return transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers.Map()), transport.WithResponseTimeout(sseResponseCap))
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Type)
 }
@@ -235,6 +241,11 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		// The SSE transport's own timer can fire a moment before ctx is
+		// marked done; a call that failed at its deadline timed out.
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			return nil, fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 		}
 		if rpcErr != nil && raw == nil {
 			return nil, rpcErr
