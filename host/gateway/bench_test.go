@@ -23,6 +23,20 @@ import (
 // latencies records per-call durations to report percentiles beside ns/op.
 type latencies []time.Duration
 
+// measure runs call b.N times (after one warm-up call) and reports ns/op,
+// allocations and latency percentiles.
+func measure(b *testing.B, call func()) {
+	call()
+	var lat latencies
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		call()
+		lat = append(lat, time.Since(start))
+	}
+	lat.report(b)
+}
+
 func (l latencies) report(b *testing.B) {
 	if len(l) == 0 {
 		return
@@ -50,16 +64,11 @@ func BenchmarkStdioCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer conn.Close()
-		var lat latencies
-		b.ReportAllocs()
-		for b.Loop() {
-			start := time.Now()
+		measure(b, func() {
 			if _, err := conn.CallTool(context.Background(), "echo", args, nil); err != nil {
 				b.Fatal(err)
 			}
-			lat = append(lat, time.Since(start))
-		}
-		lat.report(b)
+		})
 	})
 
 	// The gateway's handler called in-process: everything but the HTTP hop.
@@ -76,15 +85,7 @@ func BenchmarkStdioCall(b *testing.B) {
 				b.Fatalf("%d %s", rec.Code, rec.Body)
 			}
 		}
-		call()
-		var lat latencies
-		b.ReportAllocs()
-		for b.Loop() {
-			start := time.Now()
-			call()
-			lat = append(lat, time.Since(start))
-		}
-		lat.report(b)
+		measure(b, call)
 	})
 
 	b.Run("gateway", func(b *testing.B) {
@@ -106,14 +107,6 @@ func BenchmarkStdioCall(b *testing.B) {
 				b.Fatalf("%d %s", resp.StatusCode, data)
 			}
 		}
-		call() // discovery happens on the first call, outside the timing
-		var lat latencies
-		b.ReportAllocs()
-		for b.Loop() {
-			start := time.Now()
-			call()
-			lat = append(lat, time.Since(start))
-		}
-		lat.report(b)
+		measure(b, call) // the warm-up call does the discovery, outside the timing
 	})
 }

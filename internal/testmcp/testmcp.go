@@ -136,23 +136,8 @@ func StartHTTP(t testing.TB, transport string, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testmcp: start demo server: %v", err)
 	}
-
-	// One goroutine owns Wait. Closing exited publishes the exit status and,
-	// because Wait returns only after the output copiers finish, makes stderr
-	// safe to read.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-
-	t.Cleanup(func() {
-		stop(t, cmd, exited)
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("demo server (-transport %s) stderr:\n%s", transport, stderr.Bytes())
-		}
-	})
+	proc := Supervise(t, "demo server (-transport "+transport+")", cmd, stderr.Bytes)
+	exited := proc.Exited
 
 	timer := time.NewTimer(startTimeout)
 	defer timer.Stop()
@@ -160,7 +145,7 @@ func StartHTTP(t testing.TB, transport string, args ...string) string {
 	select {
 	case line = <-announced.line:
 	case <-exited:
-		t.Fatalf("testmcp: demo server exited before announcing its address: %v\nstderr:\n%s", waitErr, stderr.Bytes())
+		t.Fatalf("testmcp: demo server exited before announcing its address: %v\nstderr:\n%s", proc.Err(), stderr.Bytes())
 	case <-timer.C:
 		t.Fatalf("testmcp: demo server did not announce its address within %s", startTimeout)
 	}
@@ -175,15 +160,45 @@ func StartHTTP(t testing.TB, transport string, args ...string) string {
 	return base
 }
 
-// stop asks the server to shut down gracefully and kills it if it does not
+// Proc is a started child process supervised for the length of a test.
+type Proc struct {
+	// Exited is closed when the process has exited.
+	Exited <-chan struct{}
+	err    error
+}
+
+// Err is the process's exit status; valid once Exited is closed.
+func (p *Proc) Err() error { return p.err }
+
+// Supervise owns cmd.Wait for a started process and, when the test ends, sends
+// SIGTERM, kills it if it has not exited within five seconds, and logs
+// output() if the test failed. label names the process in messages.
+func Supervise(t testing.TB, label string, cmd *exec.Cmd, output func() []byte) *Proc {
+	exited := make(chan struct{})
+	p := &Proc{Exited: exited}
+	// Wait returns only after the output copiers finish, so output is
+	// complete once exited is closed.
+	go func() {
+		p.err = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		stop(t, label, cmd, exited)
+		if out := output(); t.Failed() && len(out) > 0 {
+			t.Logf("%s output:\n%s", label, out)
+		}
+	})
+	return p
+}
+
+// stop asks the process to shut down gracefully and kills it if it does not
 // exit within stopTimeout. It returns once the process has exited.
-func stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
+func stop(t testing.TB, label string, cmd *exec.Cmd, exited <-chan struct{}) {
 	select {
 	case <-exited:
 		return // already gone, for instance after the exit tool
 	default:
 	}
-	// Signal is unsupported on some platforms; a kill is the fallback.
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		_ = cmd.Process.Kill()
 	}
@@ -192,7 +207,7 @@ func stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
 	select {
 	case <-exited:
 	case <-timer.C:
-		t.Logf("testmcp: demo server ignored SIGTERM for %s; killing it", stopTimeout)
+		t.Logf("testmcp: %s ignored SIGTERM for %s; killing it", label, stopTimeout)
 		_ = cmd.Process.Kill()
 		<-exited
 	}

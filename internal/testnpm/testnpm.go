@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,12 +28,10 @@ import (
 // repository root.
 const InstallHint = "npm ci --prefix testdata/npm"
 
-// Timeouts for StartEverythingHTTP: how long the server may take to accept
-// TCP connections, and how long it may take to exit after SIGTERM before it
-// is killed.
+// startTimeout is how long server-everything may take to accept TCP
+// connections (stopping is testmcp.Supervise's job).
 const (
 	startTimeout = 30 * time.Second
-	stopTimeout  = 5 * time.Second
 )
 
 // Package directories under testdata/npm/node_modules.
@@ -108,26 +105,15 @@ func StartEverythingHTTP(t testing.TB) string {
 		t.Fatalf("testnpm: start server-everything: %v", err)
 	}
 
-	// One goroutine owns Wait; closing exited publishes waitErr.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		stop(t, cmd, exited)
-		if t.Failed() && out.Len() > 0 {
-			t.Logf("server-everything (streamableHttp, port %d) output:\n%s", port, out.Bytes())
-		}
-	})
+	proc := testmcp.Supervise(t, fmt.Sprintf("server-everything (streamableHttp, port %d)", port), cmd, out.Bytes)
+	exited := proc.Exited
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(startTimeout)
 	for {
 		select {
 		case <-exited:
-			t.Fatalf("testnpm: server-everything exited before accepting connections on %s: %v\noutput:\n%s", addr, waitErr, out.Bytes())
+			t.Fatalf("testnpm: server-everything exited before accepting connections on %s: %v\noutput:\n%s", addr, proc.Err(), out.Bytes())
 		default:
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
@@ -157,28 +143,6 @@ func freePort(t testing.TB) int {
 		t.Fatalf("testnpm: release port %d: %v", port, err)
 	}
 	return port
-}
-
-// stop sends SIGTERM and kills the process if it has not exited within
-// stopTimeout. It returns once the process has exited.
-func stop(t testing.TB, cmd *exec.Cmd, exited <-chan struct{}) {
-	select {
-	case <-exited:
-		return
-	default:
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		_ = cmd.Process.Kill()
-	}
-	timer := time.NewTimer(stopTimeout)
-	defer timer.Stop()
-	select {
-	case <-exited:
-	case <-timer.C:
-		t.Logf("testnpm: server-everything ignored SIGTERM for %s; killing it", stopTimeout)
-		_ = cmd.Process.Kill()
-		<-exited
-	}
 }
 
 // lockedBuffer collects a child's output; it may be read while the child is
