@@ -187,3 +187,22 @@ func TestServeShutsDownCleanly(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestQuickStartConfig runs the README's quick start configuration: the demo
+// server is built from source with `go run` and its tools are listed.
+func TestQuickStartConfig(t *testing.T) {
+	t.Chdir(testmcp.RepoRoot(t))
+	var out, errb bytes.Buffer
+	if code := run([]string{"tools", "--config", "examples/quickstart/extensions_config.json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s", code, &errb)
+	}
+	for _, tool := range []string{"demo_echo", "demo_add", "demo_whoami"} {
+		if !strings.Contains(out.String(), tool) {
+			t.Errorf("quick start tools lack %s:\n%s", tool, &out)
+		}
+	}
+	var v bytes.Buffer
+	if code := run([]string{"config", "validate", "examples/quickstart/extensions_config.json"}, &v, &errb); code != 0 {
+		t.Errorf("the quick start config does not validate: %s", &errb)
+	}
+}
