@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/antler-mcp/antler/host/envvar"
+	"github.com/antler-mcp/antler/host/header"
 )
 
 // Limits from DeerFlow's models.
@@ -219,6 +220,10 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 		}
 	}
 
+	if s.HeadersFromContext != nil && s.HeadersFromContext.Enabled && len(s.HeadersFromContext.Headers) > 0 && len(s.TaskToolsets) > 0 {
+		d.warn(field("headers_from_context"), "MCP server '%s' declares both headers_from_context and task_toolsets; background task status/cancel polls run outside an Agent run and will use this server's static/OAuth credentials instead of the per-request headers", name)
+	}
+
 	// Problems that drop only this server (DeerFlow's build_server_params).
 	switch s.Type {
 	case TransportStdio:
@@ -226,14 +231,19 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 			s.Problem = &FieldError{Path: field("command"), Message: fmt.Sprintf("MCP server '%s' with stdio transport requires 'command' field", name)}
 		}
 		if s.UserAuth != nil && s.UserAuth.Enabled {
-			d.warn(field("user_auth"), "is ignored for stdio server '%s' (it applies to HTTP and SSE servers only)", name)
+			d.warn(field("user_auth"), "MCP server '%s' declares user_auth but uses the '%s' transport; user-scoped credentials only apply to 'sse'/'http' servers — ignoring user_auth for this server", name, s.Type)
 		}
 		if s.HeadersFromContext != nil && s.HeadersFromContext.Enabled {
-			d.warn(field("headers_from_context"), "is ignored for stdio server '%s' (it applies to HTTP and SSE servers only)", name)
+			d.warn(field("headers_from_context"), "MCP server '%s' declares headers_from_context but uses the '%s' transport; request-scoped headers only apply to 'sse'/'http' servers — ignoring headers_from_context for this server", name, s.Type)
 		}
 	case TransportSSE, TransportHTTP:
 		if s.URL == "" {
 			s.Problem = &FieldError{Path: field("url"), Message: fmt.Sprintf("MCP server '%s' with %s transport requires 'url' field", name, s.Type)}
+		}
+		for _, h := range s.Headers {
+			if reason := header.IllegalValueReason(h.Value); reason != "" && s.Problem == nil {
+				s.Problem = &FieldError{Path: joinPath(field("headers"), h.Key), Message: fmt.Sprintf("MCP server '%s' has a header '%s' that cannot be sent as an HTTP header value: it %s", name, h.Key, reason)}
+			}
 		}
 	default:
 		s.Problem = &FieldError{Path: field(typeKey), Message: fmt.Sprintf("MCP server '%s' has unsupported transport type: %s", name, showRaw(rawAt(raw, typeKey)))}

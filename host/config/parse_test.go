@@ -213,7 +213,7 @@ func TestParseValid(t *testing.T) {
 				equal(t, "local.Env", local.Env, config.Pairs{{Key: "PYTHONUNBUFFERED", Value: "1"}, {Key: "TOKEN", Value: "local-1"}})
 				equal(t, "local.Cwd", local.Cwd, "/srv/local")
 				equal(t, "local.SessionInitTimeout", local.SessionInitTimeout, time.Duration(0))
-				equal(t, "warnings", ext.Warnings, []string(nil))
+				equal(t, "warnings", ext.Warnings, []string{"mcpServers.crm.headers_from_context: MCP server 'crm' declares both headers_from_context and task_toolsets; background task status/cancel polls run outside an Agent run and will use this server's static/OAuth credentials instead of the per-request headers"})
 			},
 		},
 		{
@@ -526,8 +526,8 @@ func TestCredentialBlocksOnStdioWarn(t *testing.T) {
 		block string
 		warn  []string
 	}{
-		{"user_auth", `"user_auth": {"users": {"a": "b"}}`, []string{"mcpServers.fs.user_auth: is ignored for stdio server 'fs' (it applies to HTTP and SSE servers only)"}},
-		{"headers_from_context", `"headers_from_context": {"headers": {"X-A": "a"}}`, []string{"mcpServers.fs.headers_from_context: is ignored for stdio server 'fs' (it applies to HTTP and SSE servers only)"}},
+		{"user_auth", `"user_auth": {"users": {"a": "b"}}`, []string{"mcpServers.fs.user_auth: MCP server 'fs' declares user_auth but uses the 'stdio' transport; user-scoped credentials only apply to 'sse'/'http' servers — ignoring user_auth for this server"}},
+		{"headers_from_context", `"headers_from_context": {"headers": {"X-A": "a"}}`, []string{"mcpServers.fs.headers_from_context: MCP server 'fs' declares headers_from_context but uses the 'stdio' transport; request-scoped headers only apply to 'sse'/'http' servers — ignoring headers_from_context for this server"}},
 		{"disabled user_auth", `"user_auth": {"enabled": false}`, nil},
 	}
 	for _, tt := range tests {
