@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/antler-mcp/antler/host/routing"
+	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
@@ -63,7 +64,13 @@ func (s *Server) callTool(c echo.Context) error {
 	if _, ok := snap.Tool(name); !ok {
 		return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
 	}
-	raw, err := snap.Call(c.Request().Context(), name, req.Arguments)
+	raw, err := snap.Invoke(c.Request().Context(), toolcache.CallRequest{
+		Name:      name,
+		Arguments: req.Arguments,
+		UserID:    s.callerUser(c, req.UserID),
+		ThreadID:  req.ThreadID,
+		Secrets:   req.Secrets,
+	})
 	if err != nil {
 		var ce *toolcache.CallError
 		if errors.As(err, &ce) {
@@ -75,6 +82,21 @@ func (s *Server) callTool(c echo.Context) error {
 		return err
 	}
 	return c.JSONBlob(http.StatusOK, raw)
+}
+
+// callerUser is the user a call acts for: the authenticated principal, or
+// the user_id an internal principal names. Anyone else's user_id is ignored
+// (and logged): an agent must not borrow another user's credentials.
+func (s *Server) callerUser(c echo.Context, bodyUser string) string {
+	p := principalFrom(c)
+	if bodyUser == "" || bodyUser == p.User {
+		return p.User
+	}
+	if p.Role == settings.RoleInternal {
+		return bodyUser
+	}
+	s.log.Warn("ignoring user_id from a principal that is not internal", "request_id", requestIDFrom(c), "principal", p.User, "role", p.Role, "user_id", bodyUser)
+	return p.User
 }
 
 func (s *Server) routingHints(c echo.Context) error {

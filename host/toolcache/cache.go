@@ -11,11 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/credential"
+	"github.com/antler-mcp/antler/host/header"
+	"github.com/antler-mcp/antler/host/oauth"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/upstream"
 )
@@ -38,6 +42,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is sent upstream as the client version.
 	Version string
+	// HTTPClient makes token-endpoint requests (nil: a default client).
+	HTTPClient *http.Client
 }
 
 // Cache is safe for concurrent use.
@@ -289,7 +295,22 @@ func (c *Cache) staleLocked() bool {
 // snapshot in configuration order.
 func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
 	servers := ext.Enabled()
-	uopts := upstream.Options{Logger: log, Version: opts.Version}
+	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log})
+	// uoptsFor gives each server its base headers: static, plus the cached
+	// OAuth header (discovery fetches the first one; calls refresh it).
+	uoptsFor := func(srv *config.Server) upstream.Options {
+		o := upstream.Options{Logger: log, Version: opts.Version}
+		if !srv.IsStdio() && tokens.Has(srv.Name) {
+			o.BaseHeaders = func() map[string]string {
+				h := srv.Headers.Map()
+				if auth := tokens.Cached(srv.Name); auth != "" {
+					h = header.Apply(h, []header.Override{{Name: "Authorization", Value: auth}}, header.Spellings(keys(srv.Headers)))
+				}
+				return h
+			}
+		}
+		return o
+	}
 	type result struct {
 		conn  *upstream.Conn
 		tools []upstream.Tool
@@ -305,7 +326,13 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
 		wg.Go(func() {
 			ctx, cancel := withTimeout(context.Background(), srv.SessionInitTimeout)
 			defer cancel()
-			conn, err := upstream.Dial(ctx, srv, uopts)
+			if !srv.IsStdio() && tokens.Has(srv.Name) {
+				// Fail-soft: without a token the server is still tried.
+				if _, err := tokens.Header(ctx, srv.Name); err != nil {
+					log.Warn("Skipping initial OAuth header for MCP server after token fetch failed", "server", srv.Name, "error", err.Error())
+				}
+			}
+			conn, err := upstream.Dial(ctx, srv, uoptsFor(srv))
 			if err != nil {
 				results[i].err = err
 				return
@@ -326,6 +353,8 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
 		Warnings:     ext.Warnings,
 		byName:       map[string]int{},
 		endpoints:    map[string]*endpoint{},
+		chain:        credential.Chain(ext, tokens, nil, log),
+		log:          log,
 	}
 	owner := map[string]string{} // exposed name → server
 	for i, srv := range servers {
@@ -340,7 +369,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
 		}
 		st.State = StateConnected
 		st.ProtocolVersion = r.conn.ProtocolVersion()
-		snap.endpoints[srv.Name] = &endpoint{server: srv, opts: uopts, log: log, conn: r.conn}
+		snap.endpoints[srv.Name] = &endpoint{server: srv, opts: uoptsFor(srv), log: log, conn: r.conn}
 		for _, ut := range r.tools {
 			name := srv.ExposedName(ut.Name)
 			if !validToolName.MatchString(name) {
@@ -375,6 +404,14 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
 		snap.Servers = append(snap.Servers, st)
 	}
 	return snap
+}
+
+func keys(p config.Pairs) []string {
+	out := make([]string, len(p))
+	for i, e := range p {
+		out[i] = e.Key
+	}
+	return out
 }
 
 // discoveryReason turns a discovery failure into a message without secrets.

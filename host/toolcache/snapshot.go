@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/interceptor"
 	"github.com/antler-mcp/antler/host/upstream"
 )
 
@@ -73,6 +74,8 @@ type Snapshot struct {
 
 	byName    map[string]int
 	endpoints map[string]*endpoint
+	chain     []interceptor.Interceptor
+	log       *slog.Logger
 }
 
 // Tool returns the tool exposed as name.
@@ -96,15 +99,57 @@ func (s *Snapshot) ServerStatuses() []ServerStatus {
 	return out
 }
 
-// Call routes a call to the server the tool came from (never by its name)
-// and returns the raw CallToolResult. Failures are *CallError.
+// CallRequest is one tool call as the gateway received it.
+type CallRequest struct {
+	Name      string // exposed name
+	Arguments json.RawMessage
+	UserID    string
+	ThreadID  string
+	Secrets   map[string]string
+}
+
+// Call calls a tool with arguments only (no identity or secrets).
 func (s *Snapshot) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	t, ok := s.Tool(name)
+	return s.Invoke(ctx, CallRequest{Name: name, Arguments: args})
+}
+
+// Invoke routes a call through the interceptor chain to the server the tool
+// came from (never chosen by its name) and returns the raw CallToolResult.
+// Failures, denials included, are *CallError.
+func (s *Snapshot) Invoke(ctx context.Context, call CallRequest) (json.RawMessage, error) {
+	t, ok := s.Tool(call.Name)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, name)
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, call.Name)
 	}
 	ep := s.endpoints[t.Server]
-	return ep.call(ctx, t.OriginalName, args)
+	req := &interceptor.Request{
+		Server:      ep.server,
+		Tool:        t.OriginalName,
+		ExposedName: t.Name,
+		Arguments:   call.Arguments,
+		Headers:     ep.initialHeaders(),
+		UserID:      call.UserID,
+		ThreadID:    call.ThreadID,
+		Secrets:     call.Secrets,
+	}
+	raw, err := interceptor.Chain(ep.call, s.chain...)(ctx, req)
+	if err == nil {
+		return raw, nil
+	}
+	if d, ok := interceptor.IsDenied(err); ok {
+		return nil, &CallError{Server: ep.server.Name, Tool: t.OriginalName, Denied: true, Message: d.Message, Err: err}
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return nil, ce
+	}
+	if ctx.Err() != nil {
+		return nil, &CallError{Server: ep.server.Name, Tool: t.OriginalName, Err: ctx.Err(),
+			Message: fmt.Sprintf("MCP tool '%s' on server '%s' was cancelled", t.OriginalName, ep.server.Name)}
+	}
+	s.log.Warn("interceptor failed", "server", ep.server.Name, "tool", t.OriginalName, "error", Redact(err.Error()))
+	return nil, &CallError{Server: ep.server.Name, Tool: t.OriginalName, Err: err,
+		Message: fmt.Sprintf("MCP tool '%s' on server '%s' failed", t.OriginalName, ep.server.Name)}
 }
 
 func (s *Snapshot) close() {
@@ -121,6 +166,7 @@ type CallError struct {
 	Server  string
 	Tool    string
 	Timeout bool
+	Denied  bool // an interceptor refused the call
 	Message string
 	Err     error
 }
@@ -137,6 +183,16 @@ type endpoint struct {
 	mu     sync.Mutex
 	conn   *upstream.Conn
 	closed bool
+}
+
+// initialHeaders are the headers a call starts from before the chain: the
+// static headers for HTTP and SSE servers, none for stdio (whose headers, if
+// the chain sets any, travel as _meta.headers).
+func (ep *endpoint) initialHeaders() map[string]string {
+	if ep.server.IsStdio() {
+		return map[string]string{}
+	}
+	return ep.server.Headers.Map()
 }
 
 func (ep *endpoint) pid() int {
@@ -189,8 +245,9 @@ func (ep *endpoint) close() {
 	}
 }
 
-func (ep *endpoint) call(ctx context.Context, tool string, args json.RawMessage) (json.RawMessage, error) {
-	name := ep.server.Name
+// call is the end of the interceptor chain: it sends req on the wire.
+func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.RawMessage, error) {
+	name, tool, args := ep.server.Name, req.Tool, req.Arguments
 	conn, err := ep.get(ctx)
 	if err != nil {
 		ep.log.Warn("upstream unavailable", "server", name, "tool", tool, "error", Redact(err.Error()))
@@ -199,7 +256,15 @@ func (ep *endpoint) call(ctx context.Context, tool string, args json.RawMessage)
 	}
 	cctx, cancel := withTimeout(ctx, ep.server.ToolCallTimeout)
 	defer cancel()
-	raw, err := conn.CallTool(cctx, tool, args, nil)
+	var meta map[string]any
+	if ep.server.IsStdio() {
+		if len(req.Headers) > 0 {
+			meta = map[string]any{"headers": req.Headers}
+		}
+	} else {
+		cctx = upstream.WithCallHeaders(cctx, req.Headers)
+	}
+	raw, err := conn.CallTool(cctx, tool, args, meta)
 	if err == nil {
 		return raw, nil
 	}

@@ -59,6 +59,31 @@ const sseResponseCap = 7 * 24 * time.Hour
 type Options struct {
 	Logger  *slog.Logger
 	Version string // client version sent in clientInfo
+	// BaseHeaders returns the headers of HTTP requests that are not tool
+	// calls (discovery, the SSE stream, session teardown). nil means the
+	// server's static headers.
+	BaseHeaders func() map[string]string
+}
+
+type callHeadersKey struct{}
+
+// WithCallHeaders returns ctx carrying the exact headers one tool call must
+// send. They replace the base headers on that request: the interceptor chain
+// already started from the static headers, and mcp-go would otherwise let a
+// static header overwrite a per-call one.
+func WithCallHeaders(ctx context.Context, h map[string]string) context.Context {
+	return context.WithValue(ctx, callHeadersKey{}, h)
+}
+
+// headerFunc picks a request's headers: the call's own, or the base ones.
+func (c *Conn) headerFunc(ctx context.Context) map[string]string {
+	if h, ok := ctx.Value(callHeadersKey{}).(map[string]string); ok {
+		return h
+	}
+	if c.baseHeaders != nil {
+		return c.baseHeaders()
+	}
+	return c.server.Headers.Map()
 }
 
 // Tool is one upstream tool as the server described it.
@@ -77,6 +102,8 @@ type Conn struct {
 	protocol string
 	cancel   context.CancelFunc // ends the connection's own context
 	log      *slog.Logger
+
+	baseHeaders func() map[string]string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // stdio only
@@ -99,7 +126,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	}
 	log = log.With("server", srv.Name)
 	connCtx, cancel := context.WithCancel(context.Background())
-	c := &Conn{server: srv, cancel: cancel, log: log}
+	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders}
 
 	inner, err := c.newTransport()
 	if err != nil {
@@ -155,12 +182,14 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 			env = append(env, p.Key+"="+p.Value)
 		}
 		return transport.NewStdioWithOptions(srv.Command, env, srv.Args, transport.WithCommandFunc(c.command)), nil
+	// Headers go only through the header function: mcp-go applies static
+	// headers after per-call ones, which would invert Antler's order.
 	case config.TransportHTTP:
-		return transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaders(srv.Headers.Map()))
+		return transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaderFunc(c.headerFunc))
 	case config.TransportSSE:
 		// mcp-go's SSE transport caps every response at 60 s unless told
 		// otherwise; tool_call_timeout is the only bound Antler wants.
-		return transport.NewSSE(srv.URL, transport.WithHeaders(srv.Headers.Map()), transport.WithResponseTimeout(sseResponseCap))
+		return transport.NewSSE(srv.URL, transport.WithHeaderFunc(c.headerFunc), transport.WithResponseTimeout(sseResponseCap))
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Type)
 }
