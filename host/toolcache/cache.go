@@ -18,9 +18,9 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/credential"
+	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/header"
 	"github.com/antler-mcp/antler/host/oauth"
-	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/upstream"
 )
 
