@@ -64,6 +64,7 @@ func New(opts Options) *Server {
 	api.GET("/mcp/routing-hints", s.routingHints)
 	api.GET("/mcp/servers", s.servers)
 	api.POST("/mcp/cache/reset", s.resetCache, adminOnly)
+	api.GET("/mcp/config", s.getConfig, configAdmin)
 	return s
 }
 
@@ -222,6 +223,16 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 func principalFrom(c echo.Context) principal.Principal {
 	p, _ := c.Get(principalKey).(principal.Principal)
 	return p
+}
+
+// configAdmin guards the configuration API with DeerFlow's message.
+func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !principalFrom(c).IsAdmin() {
+			return fail(c, http.StatusForbidden, "Admin privileges required to manage MCP configuration.")
+		}
+		return next(c)
+	}
 }
 
 func adminOnly(next echo.HandlerFunc) echo.HandlerFunc {

@@ -167,6 +167,12 @@ func (c *Cache) Close() {
 	}
 }
 
+// ConfigPath resolves the configuration file as discovery does ("" when
+// there is none); an explicitly named file that is missing is an error.
+func (c *Cache) ConfigPath() (string, error) {
+	return config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup)
+}
+
 // Generation is the number of resets and rebuilds so far.
 func (c *Cache) Generation() uint64 {
 	c.mu.Lock()

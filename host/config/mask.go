@@ -1,0 +1,137 @@
+package config
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// Mask is the placeholder shown instead of a secret value.
+const Mask = "***"
+
+// sensitiveKey matches a normalised key that names a secret.
+var sensitiveKey = regexp.MustCompile(`(?i)(^|_)(api_key|apikey|access_key|private_key|client_secret|secret|token|password|passwd|credential|credentials|authorization|bearer)(_|$)`)
+
+// IsSensitiveKey reports whether an unknown field's name marks a secret:
+// the key is normalised (an underscore at camelCase boundaries, lower case,
+// other characters to underscores, outer underscores trimmed) and matched
+// against DeerFlow's list (token, secret, password, api_key, …).
+func IsSensitiveKey(key string) bool {
+	var b strings.Builder
+	runes := []rune(key)
+	for i, r := range runes {
+		if i > 0 && unicode.IsUpper(r) && (unicode.IsLower(runes[i-1]) || unicode.IsDigit(runes[i-1])) {
+			b.WriteByte('_')
+		}
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return sensitiveKey.MatchString(strings.Trim(b.String(), "_"))
+}
+
+// MaskedServers renders every server as the config API shows it: all fields
+// with their defaults, unknown keys kept, and secrets masked as DeerFlow
+// masks them (env and header values, OAuth client_secret and refresh_token
+// as null, extra_token_params and user_auth.users values, and any unknown
+// field whose name marks a secret, at any depth). headers_from_context holds
+// only names and is shown as is.
+func (e *Extensions) MaskedServers() *Object {
+	out := NewObject()
+	for _, s := range e.Servers {
+		out.Set(s.Name, maskServer(clone(s.fileObject(true)).(*Object)))
+	}
+	return out
+}
+
+func maskServer(o *Object) *Object {
+	for _, k := range []string{"env", "headers"} {
+		maskValues(o, k)
+	}
+	if oa, ok := mustObj(o, "oauth"); ok {
+		for _, k := range []string{"client_secret", "refresh_token"} {
+			if v, _ := oa.Get(k); v != nil {
+				oa.Set(k, nil)
+			}
+		}
+		maskValues(oa, "extra_token_params")
+		maskExtras(oa, oauthFields)
+	}
+	if ua, ok := mustObj(o, "user_auth"); ok {
+		maskValues(ua, "users")
+		maskExtras(ua, userAuthFields)
+	}
+	if ch, ok := mustObj(o, "headers_from_context"); ok {
+		maskExtras(ch, contextHeadersFields)
+	}
+	if tools, ok := mustObj(o, "tools"); ok {
+		for _, name := range tools.Keys() {
+			if t, ok := mustObj(tools, name); ok {
+				maskExtras(t, keySet("routing"))
+			}
+		}
+	}
+	maskExtras(o, serverFields)
+	return o
+}
+
+func mustObj(o *Object, key string) (*Object, bool) {
+	v, _ := o.Get(key)
+	c, ok := v.(*Object)
+	return c, ok
+}
+
+// maskValues replaces every value of the string map under key.
+func maskValues(o *Object, key string) {
+	m, ok := mustObj(o, key)
+	if !ok {
+		return
+	}
+	for _, k := range m.Keys() {
+		m.Set(k, Mask)
+	}
+}
+
+// maskExtras masks the unknown fields of o: a sensitive one whole, the others
+// searched for sensitive keys at any depth.
+func maskExtras(o *Object, known map[string]bool) {
+	for _, k := range o.Keys() {
+		if known[k] || k == "transport" {
+			continue
+		}
+		v, _ := o.Get(k)
+		if IsSensitiveKey(k) {
+			o.Set(k, Mask)
+			continue
+		}
+		o.Set(k, maskDeep(v))
+	}
+}
+
+func maskDeep(v any) any {
+	switch t := v.(type) {
+	case *Object:
+		for _, k := range t.Keys() {
+			e, _ := t.Get(k)
+			if IsSensitiveKey(k) {
+				t.Set(k, Mask)
+			} else {
+				t.Set(k, maskDeep(e))
+			}
+		}
+		return t
+	case []any:
+		for i, e := range t {
+			t[i] = maskDeep(e)
+		}
+		return t
+	}
+	return v
+}
+
+// Placeholders is a lookup that leaves every $VAR reference as written, for
+// rendering the raw file (the config API never shows resolved values).
+func Placeholders(name string) (string, bool) { return "$" + name, true }
