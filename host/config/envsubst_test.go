@@ -172,3 +172,16 @@ func TestSecretFreeMessagesStillNameTheVariable(t *testing.T) {
 		})
 	}
 }
+
+// The right-hand side of headers_from_context.headers names a key of the
+// call's secrets; it is never an environment variable.
+func TestContextHeaderMappingValuesAreNotEnvResolved(t *testing.T) {
+	ext, err := config.Parse([]byte(`{"mcpServers": {"s": {"type": "http", "url": "u",
+		"headers_from_context": {"headers": {"X-Key": "$API_TOKEN"}}}}}`), func(string) (string, bool) { return "sk-live-secret", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ext.Servers[0].HeadersFromContext.Headers.Get("X-Key"); got != "$API_TOKEN" {
+		t.Errorf("mapping value = %q, want the key name as written", got)
+	}
+}

@@ -444,6 +444,15 @@ func (d *decoder) contextHeaders(path string, v any, raw *Object) *ContextHeader
 	}
 	if v, ok := o.Get("headers"); ok {
 		c.Headers = d.strMap(f("headers"), v)
+		// The values name keys of a call's secrets, not environment
+		// variables: keep them as written, never $VAR-resolved (a resolved
+		// value would reach a model in the "needs credential(s)" message).
+		rawHeaders := rawObj(raw, "headers")
+		for i, p := range c.Headers {
+			if rv, ok := rawAt(rawHeaders, p.Key).(string); ok {
+				c.Headers[i].Value = rv
+			}
+		}
 		for _, p := range c.Headers {
 			if strings.TrimSpace(p.Key) == "" {
 				d.fail(f("headers"), "headers_from_context.headers must not contain a blank header name")

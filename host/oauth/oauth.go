@@ -251,6 +251,9 @@ func (m *Manager) request(ctx context.Context, src *source, refresh string) (tok
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fail("the token endpoint did not answer within %s", m.timeout)
+		}
 		return fail("reading the token response failed")
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -264,10 +267,21 @@ func (m *Manager) request(ctx context.Context, src *source, refresh string) (tok
 	if access == "" {
 		return fail("OAuth token response missing '%s'", cfg.TokenField)
 	}
+	// Python's `str(v or default)`: a falsy token type (null, "", false, 0)
+	// means the default.
 	typ := cfg.DefaultTokenType
-	if v, ok := payload[cfg.TokenTypeField]; ok && v != nil {
-		if s := fmt.Sprint(v); s != "" {
-			typ = s
+	switch v := payload[cfg.TokenTypeField].(type) {
+	case string:
+		if v != "" {
+			typ = v
+		}
+	case bool:
+		if v {
+			typ = "True"
+		}
+	case float64:
+		if v != 0 {
+			typ = strconv.FormatFloat(v, 'f', -1, 64)
 		}
 	}
 	rendered := typ + " " + access
@@ -293,7 +307,8 @@ func expiresIn(v any) int {
 		}
 		return int(t)
 	case string:
-		if n, err := strconv.Atoi(strings.TrimSpace(t)); err == nil {
+		// Same bound as numbers: a larger n overflows time.Duration later.
+		if n, err := strconv.Atoi(strings.TrimSpace(t)); err == nil && n >= -1e9 && n <= 1e9 {
 			return n
 		}
 	}
