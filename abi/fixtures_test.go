@@ -139,9 +139,8 @@ var (
 )
 
 // roundTripCases are values that must survive Encode then Decode unchanged
-// under reflect.DeepEqual. Decode yields nil for absent bytes and repeated
-// fields and a non-nil (possibly empty) slice for present bytes fields, so
-// empty repeated fields are written as nil here.
+// (see equal). Decode yields nil for absent bytes fields and a non-nil
+// (possibly empty) slice for present ones.
 var roundTripCases = []struct {
 	name string
 	msg  message

@@ -3,7 +3,6 @@ package abi_test
 import (
 	"bytes"
 	"errors"
-	"reflect"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -54,8 +53,8 @@ func FuzzDecode(f *testing.F) {
 			if err := m2.Decode(b1); err != nil {
 				t.Fatalf("%s: re-encoded value does not decode: %v\n in  %x\n out %x", k.name, err, data, b1)
 			}
-			if !reflect.DeepEqual(m, m2) {
-				t.Fatalf("%s: decode(encode(v)) != v\n v    %+v\n got  %+v", k.name, m, m2)
+			if !equal(m, m2) {
+				t.Fatalf("%s: decode(encode(v)) != v\n v    %s\n got  %s", k.name, show(m), show(m2))
 			}
 			if b2 := encode(m2); !bytes.Equal(b1, b2) {
 				t.Fatalf("%s: encoding is not stable\n %x\n %x", k.name, b1, b2)

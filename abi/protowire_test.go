@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -333,8 +332,8 @@ func TestDecodeProtowire(t *testing.T) {
 				if err := want.Decode(encode(tc.msg)); err != nil {
 					t.Fatal(err)
 				}
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("%s: got %+v\nwant %+v", variant.name, got, want)
+				if !equal(got, want) {
+					t.Fatalf("%s: got %s\nwant %s", variant.name, show(got), show(want))
 				}
 			}
 		})
@@ -348,8 +347,8 @@ func TestDecodeUnknownOnly(t *testing.T) {
 		m := k.new()
 		if err := m.Decode(b); err != nil {
 			t.Errorf("%s: %v", k.name, err)
-		} else if !reflect.DeepEqual(m, k.new()) {
-			t.Errorf("%s: got %+v, want zero", k.name, m)
+		} else if !equal(m, k.new()) {
+			t.Errorf("%s: got %s, want zero", k.name, show(m))
 		}
 	}
 }
@@ -370,8 +369,8 @@ func TestDecodeLastWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := abi.InterceptRequest{Server: "second", Arguments: []byte("y"), SecretNames: []string{"a", "b"}}
-	if !reflect.DeepEqual(r, want) {
-		t.Fatalf("got %+v, want %+v", r, want)
+	if !equal(r, want) {
+		t.Fatalf("got %s, want %s", show(r), show(want))
 	}
 
 	var resp abi.TaskDriverResponse
@@ -386,8 +385,8 @@ func TestDecodeLastWins(t *testing.T) {
 	// A repeated embedded message replaces the previous one (protobuf
 	// would merge them); a v1 encoder never writes it twice.
 	wantResp := abi.TaskDriverResponse{Retryable: true, Snapshot: &abi.TaskSnapshot{PollAfterSeconds: 4, HasPollAfter: true}}
-	if !reflect.DeepEqual(resp, wantResp) {
-		t.Fatalf("got %+v, want %+v", resp, wantResp)
+	if !equal(resp, wantResp) {
+		t.Fatalf("got %s, want %s", show(&resp), show(&wantResp))
 	}
 }
 
@@ -408,7 +407,7 @@ func TestDecodeNonMinimalVarints(t *testing.T) {
 	if err := r.Decode(b); err != nil {
 		t.Fatal(err)
 	}
-	if want := (abi.CallToolRequest{Server: "hi", RequestScopedHeaders: true}); !reflect.DeepEqual(r, want) {
-		t.Fatalf("got %+v, want %+v", r, want)
+	if want := (abi.CallToolRequest{Server: "hi", RequestScopedHeaders: true}); !equal(r, want) {
+		t.Fatalf("got %s, want %s", show(r), show(want))
 	}
 }

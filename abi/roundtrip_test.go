@@ -17,8 +17,8 @@ func TestRoundTrip(t *testing.T) {
 			if err := got.Decode(b); err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
-			if !reflect.DeepEqual(got, tc.msg) {
-				t.Fatalf("round trip changed the value\n got  %+v\n want %+v", got, tc.msg)
+			if !equal(got, tc.msg) {
+				t.Fatalf("round trip changed the value\n got  %s\n want %s", show(got), show(tc.msg))
 			}
 			// Encoding is deterministic.
 			if b2 := encode(got); !bytes.Equal(b, b2) {
@@ -41,8 +41,8 @@ func TestRoundTripRandom(t *testing.T) {
 				if err := got.Decode(encode(want)); err != nil {
 					t.Fatalf("#%d: Decode: %v", i, err)
 				}
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("#%d: round trip changed the value\n got  %+v\n want %+v", i, got, want)
+				if !equal(got, want) {
+					t.Fatalf("#%d: round trip changed the value\n got  %s\n want %s", i, show(got), show(want))
 				}
 			}
 		})
@@ -63,8 +63,8 @@ func TestEmptyValuesEncodeToNothing(t *testing.T) {
 			if err := m.Decode(in); err != nil {
 				t.Errorf("%s.Decode(%#v): %v", k.name, in, err)
 			}
-			if !reflect.DeepEqual(m, k.new()) {
-				t.Errorf("%s.Decode(%#v) = %+v, want zero", k.name, in, m)
+			if !equal(m, k.new()) {
+				t.Errorf("%s.Decode(%#v) = %s, want zero", k.name, in, show(m))
 			}
 		}
 	}
@@ -87,8 +87,8 @@ func TestDecodeResets(t *testing.T) {
 		if err := m.Decode(full); err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(m, tc.msg) {
-			t.Errorf("%s: decoding into a used value kept stale fields: %+v", tc.name, m)
+		if !equal(m, tc.msg) {
+			t.Errorf("%s: decoding into a used value kept stale fields: %s", tc.name, show(m))
 		}
 	}
 }
@@ -114,8 +114,8 @@ func TestDecodeBytesCapped(t *testing.T) {
 		t.Fatal("appending to a decoded field changed the input")
 	}
 	req.Arguments = fullInterceptRequest.Arguments
-	if !reflect.DeepEqual(&req, fullInterceptRequest) {
-		t.Fatalf("decoded value changed: %+v", req)
+	if !equal(&req, fullInterceptRequest) {
+		t.Fatalf("decoded value changed: %s", show(&req))
 	}
 
 	var resp abi.TaskDriverResponse

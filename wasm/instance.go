@@ -212,10 +212,13 @@ func instantiateHost(ctx context.Context, rt wazero.Runtime, log *slog.Logger) e
 		if st == nil || st.callTool == nil || n > abi.MaxMessageBytes {
 			return
 		}
-		raw, ok := mod.Memory().Read(ptr, n)
+		view, ok := mod.Memory().Read(ptr, n)
 		if !ok {
 			return
 		}
+		// Copy out of guest memory: decoded values alias their input, and
+		// the guest may reuse that memory while the host still holds them.
+		raw := append([]byte(nil), view...)
 		var req abi.CallToolRequest
 		if err := req.Decode(raw); err != nil {
 			return

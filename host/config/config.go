@@ -8,6 +8,7 @@
 package config
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -77,6 +78,13 @@ type Extensions struct {
 	// Interceptors are the mcpInterceptors entries, a bare string counted as a
 	// one-element list.
 	Interceptors []string
+	// InterceptorSpecs are all mcpInterceptors entries in file order, strings
+	// ("wasm:<path>", "process:<path>", DeerFlow's "module:attr") and objects
+	// alike, as resolved JSON for the plugin loader.
+	InterceptorSpecs []InterceptorSpec
+	// Dir is the folder of the file the configuration was read from ("" when
+	// parsed from memory); plugin paths resolve against it.
+	Dir string
 	// Middlewares are lead-agent middleware paths (not MCP; kept for the round trip).
 	Middlewares []string
 	// Raw is the document as written, before $VAR substitution. Writers work
@@ -114,6 +122,12 @@ func (e *Extensions) Server(name string) (*Server, bool) {
 		}
 	}
 	return nil, false
+}
+
+// InterceptorSpec is one mcpInterceptors entry.
+type InterceptorSpec struct {
+	Path string          // field path, e.g. mcpInterceptors[2]
+	JSON json.RawMessage // the entry after $VAR substitution
 }
 
 // Server is one entry of mcpServers.

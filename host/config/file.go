@@ -166,6 +166,7 @@ func Load(path string, lookup envvar.Lookup) (*Extensions, Signature, error) {
 	if err != nil {
 		return nil, st, &LoadError{Path: path, Err: err}
 	}
+	ext.Dir = filepath.Dir(path)
 	return ext, st, nil
 }
 

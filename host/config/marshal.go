@@ -28,8 +28,12 @@ func (e *Extensions) MarshalJSON() ([]byte, error) {
 		servers.Set(s.Name, s.fileObject(true))
 	}
 	out.Set("mcpServers", servers)
-	if e.Interceptors != nil {
-		out.Set("mcpInterceptors", e.Interceptors)
+	if e.InterceptorSpecs != nil {
+		specs := make([]json.RawMessage, len(e.InterceptorSpecs))
+		for i, sp := range e.InterceptorSpecs {
+			specs[i] = sp.JSON
+		}
+		out.Set("mcpInterceptors", specs)
 	}
 	skills := any(NewObject())
 	if e.resolved != nil {
@@ -56,8 +60,10 @@ func (e *Extensions) MCPDigest() [32]byte {
 			h.Write([]byte{0})
 		}
 		h.Write([]byte{1})
-		ic, _ := json.Marshal(e.Interceptors)
-		h.Write(ic)
+		for _, sp := range e.InterceptorSpecs {
+			h.Write(sp.JSON)
+			h.Write([]byte{0})
+		}
 	}
 	var sum [32]byte
 	copy(sum[:], h.Sum(nil))

@@ -81,16 +81,25 @@ func FromTree(tree any, lookup envvar.Lookup) (*Extensions, error) {
 		}
 	}
 
+	addSpec := func(path string, v any) {
+		b, _ := json.Marshal(v)
+		ext.InterceptorSpecs = append(ext.InterceptorSpecs, InterceptorSpec{Path: path, JSON: b})
+	}
 	switch v := rawAt(resolved, "mcpInterceptors").(type) {
 	case nil:
 	case string:
 		ext.Interceptors = []string{v}
+		addSpec("mcpInterceptors", v)
 	case []any:
 		for i, e := range v {
-			if s, ok := e.(string); ok {
-				ext.Interceptors = append(ext.Interceptors, s)
-			} else {
-				d.warn(indexPath("mcpInterceptors", i), "must be a string, got %s; skipping", typeName(e))
+			switch t := e.(type) {
+			case string:
+				ext.Interceptors = append(ext.Interceptors, t)
+				addSpec(indexPath("mcpInterceptors", i), t)
+			case *Object:
+				addSpec(indexPath("mcpInterceptors", i), t)
+			default:
+				d.warn(indexPath("mcpInterceptors", i), "must be a string or an object, got %s; skipping", typeName(e))
 			}
 		}
 	default:

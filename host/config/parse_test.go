@@ -555,7 +555,7 @@ func TestInterceptors(t *testing.T) {
 		{"number", `42`, nil, []string{"mcpInterceptors: must be a list of strings, got a number; skipping"}},
 		{"object", `{"a": "b"}`, nil, []string{"mcpInterceptors: must be a list of strings, got an object; skipping"}},
 		{"boolean", `true`, nil, []string{"mcpInterceptors: must be a list of strings, got a boolean; skipping"}},
-		{"list with a non-string", `["a:b", 7, "c:d"]`, []string{"a:b", "c:d"}, []string{"mcpInterceptors[1]: must be a string, got a number; skipping"}},
+		{"list with a non-string", `["a:b", 7, "c:d"]`, []string{"a:b", "c:d"}, []string{"mcpInterceptors[1]: must be a string or an object, got a number; skipping"}},
 		{"variable", `"$INTERCEPTOR"`, []string{"pkg.mod:build"}, nil},
 	}
 	for _, tt := range tests {

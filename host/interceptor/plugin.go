@@ -1,0 +1,162 @@
+package interceptor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/host/header"
+	"github.com/antler-mcp/antler/plugins"
+)
+
+// FromPlugin adapts a loaded plugin to the chain. The plugin sees the call's
+// headers, arguments and identity, the names of the call's secrets, and the
+// values of the secrets its entry grants. Its failures fail the call closed;
+// its denials reach the model as the tool's error.
+func FromPlugin(p *plugins.Plugin) Interceptor { return &pluginLayer{p: p} }
+
+type pluginLayer struct {
+	p *plugins.Plugin
+}
+
+func (l *pluginLayer) Intercept(ctx context.Context, req *Request, next Handler) (json.RawMessage, error) {
+	p := l.p
+	if !p.Entry.Applies(req.Server.Name) {
+		return next(ctx, req)
+	}
+	if p.HasIntercept() {
+		in := abi.InterceptRequest{
+			Server:       req.Server.Name,
+			Transport:    req.Server.Type,
+			Tool:         req.ExposedName,
+			OriginalTool: req.Tool,
+			Arguments:    req.Arguments,
+			UserID:       req.UserID,
+			ThreadID:     req.ThreadID,
+		}
+		for name, value := range req.Headers {
+			in.Headers = append(in.Headers, abi.Header{Name: name, Value: value})
+		}
+		sort.Slice(in.Headers, func(i, j int) bool { return in.Headers[i].Name < in.Headers[j].Name })
+		for name, value := range req.Secrets {
+			in.SecretNames = append(in.SecretNames, name)
+			if p.Entry.Grants.Allows(name) {
+				in.Secrets = append(in.Secrets, abi.Header{Name: name, Value: value})
+			}
+		}
+		sort.Strings(in.SecretNames)
+		sort.Slice(in.Secrets, func(i, j int) bool { return in.Secrets[i].Name < in.Secrets[j].Name })
+
+		resp, err := p.Intercept(ctx, req.UserID, &in)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, Deny(p.FailureMessage())
+		}
+		if resp.Action == abi.ActionDeny {
+			return nil, Deny(safeMessage(resp.Message, p.Entry.Name))
+		}
+		if err := apply(req, &resp); err != nil {
+			return nil, Deny(p.FailureMessage())
+		}
+	}
+	result, err := next(ctx, req)
+	if err != nil || !p.HasResultHook() {
+		return result, err
+	}
+	out, herr := p.OnResult(ctx, req.UserID, &abi.ResultRequest{
+		Server: req.Server.Name, Tool: req.ExposedName, OriginalTool: req.Tool,
+		UserID: req.UserID, ThreadID: req.ThreadID, Result: result,
+	})
+	if herr != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, Deny(p.FailureMessage())
+	}
+	if out.Result == nil {
+		return result, nil
+	}
+	if !isJSONObject(out.Result) {
+		return nil, Deny(p.FailureMessage())
+	}
+	return append(json.RawMessage(nil), out.Result...), nil
+}
+
+// apply writes a plugin's header and argument changes into req.
+func apply(req *Request, resp *abi.InterceptResponse) error {
+	for _, name := range resp.RemoveHeaders {
+		for k := range req.Headers {
+			if strings.EqualFold(k, name) {
+				delete(req.Headers, k)
+			}
+		}
+	}
+	if len(resp.SetHeaders) > 0 {
+		overrides := make([]header.Override, 0, len(resp.SetHeaders))
+		for _, h := range resp.SetHeaders {
+			if header.IllegalValueReason(h.Value) != "" || !validHeaderName(h.Name) {
+				return errBadHeader
+			}
+			overrides = append(overrides, header.Override{Name: h.Name, Value: h.Value})
+		}
+		req.SetHeaders(overrides...)
+	}
+	if resp.Arguments != nil {
+		if !isJSONObject(resp.Arguments) {
+			return errBadArguments
+		}
+		req.Arguments = append(json.RawMessage(nil), resp.Arguments...)
+	}
+	return nil
+}
+
+type pluginError string
+
+func (e pluginError) Error() string { return string(e) }
+
+const (
+	errBadHeader    pluginError = "plugin set an invalid header"
+	errBadArguments pluginError = "plugin replaced the arguments with something that is not a JSON object"
+)
+
+// validHeaderName accepts an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func isJSONObject(b []byte) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// safeMessage bounds a plugin's denial text and strips control characters.
+func safeMessage(msg, plugin string) string {
+	msg = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' {
+			return -1
+		}
+		return r
+	}, msg)
+	if strings.TrimSpace(msg) == "" {
+		return "MCP interceptor '" + plugin + "' denied the call"
+	}
+	if len(msg) > 1000 {
+		msg = msg[:1000] + "…"
+	}
+	return msg
+}

@@ -1,0 +1,161 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/wasm"
+)
+
+// Plugin is one loaded interceptor.
+type Plugin struct {
+	Entry Entry
+	// SHA256 of the plugin file as loaded.
+	SHA256 string
+
+	module *wasm.Module
+	log    *slog.Logger
+	encs   sync.Pool
+}
+
+// Host loads plugins; it owns the Wasm runtime shared by all of them.
+type Host struct {
+	rt  *wasm.Runtime
+	log *slog.Logger
+}
+
+// NewHost returns a plugin host whose compiled Wasm is cached in cacheDir
+// ("" keeps it in memory).
+func NewHost(cacheDir string, log *slog.Logger) (*Host, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rt, err := wasm.NewRuntime(wasm.RuntimeOptions{CacheDir: cacheDir, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &Host{rt: rt, log: log}, nil
+}
+
+// Close releases the runtime and every module.
+func (h *Host) Close(ctx context.Context) error { return h.rt.Close(ctx) }
+
+// ErrUnsupportedKind is wrapped for plugin kinds this build cannot load yet.
+var ErrUnsupportedKind = errors.New("unsupported plugin kind")
+
+// Load loads one entry. Errors name the entry.
+func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
+	if e.Kind != KindWasm {
+		return nil, fmt.Errorf("%s: %w %q (this build loads \"wasm\" plugins)", e.Name, ErrUnsupportedKind, e.Kind)
+	}
+	code, err := os.ReadFile(e.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
+		}
+		return nil, fmt.Errorf("%s: read plugin file: %w", e.Name, err)
+	}
+	sum := sha256.Sum256(code)
+	m, err := h.rt.Load(ctx, code, wasm.ModuleOptions{
+		Name:        e.Name,
+		Timeout:     e.Timeout,
+		MaxMemoryMB: e.MaxMemoryMB,
+		PerUser:     e.Isolate == IsolatePerUser,
+		Grants:      wasm.Grants{Clock: e.Grants.Clock, Random: e.Grants.Random},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.Info().Features&(abi.FeatureIntercept|abi.FeatureResultHook) == 0 {
+		m.Close()
+		return nil, fmt.Errorf("%s: the module is not an interceptor (it exports neither %s nor %s)", e.Name, abi.ExportIntercept, abi.ExportOnResult)
+	}
+	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: m, log: h.log.With("plugin", e.Name)}, nil
+}
+
+// Info describes the loaded module.
+func (p *Plugin) Info() wasm.Info { return p.module.Info() }
+
+// Close releases the plugin's instances.
+func (p *Plugin) Close() { p.module.Close() }
+
+// HasIntercept and HasResultHook report the module's entry points.
+func (p *Plugin) HasIntercept() bool  { return p.module.Info().Features&abi.FeatureIntercept != 0 }
+func (p *Plugin) HasResultHook() bool { return p.module.Info().Features&abi.FeatureResultHook != 0 }
+
+// FailureMessage is the model-safe text of a call failed closed by this plugin.
+func (p *Plugin) FailureMessage() string {
+	return fmt.Sprintf("MCP interceptor '%s' failed, so the call was not completed", p.Entry.Name)
+}
+
+func (p *Plugin) encoder() *abi.Encoder {
+	if e, ok := p.encs.Get().(*abi.Encoder); ok {
+		e.Reset()
+		return e
+	}
+	return &abi.Encoder{}
+}
+
+// Intercept runs the interceptor. A trap, timeout or malformed answer, or an
+// answer with Error set, is an error: the caller fails the call closed.
+func (p *Plugin) Intercept(ctx context.Context, userID string, req *abi.InterceptRequest) (abi.InterceptResponse, error) {
+	var resp abi.InterceptResponse
+	enc := p.encoder()
+	defer p.encs.Put(enc)
+	req.Config = p.Entry.Config
+	req.Encode(enc)
+	out, err := p.module.Call(ctx, abi.ExportIntercept, userID, enc.Bytes())
+	if err != nil {
+		p.log.Warn("plugin call failed", "error", err.Error())
+		return resp, err
+	}
+	if err := resp.Decode(out); err != nil {
+		p.log.Warn("plugin answered a malformed message")
+		return resp, fmt.Errorf("%s: malformed answer: %w", p.Entry.Name, err)
+	}
+	if resp.Error != "" {
+		p.log.Warn("plugin reported an error")
+		p.log.Debug("plugin error text", "error", truncate(resp.Error, 500))
+		return resp, fmt.Errorf("%s: the plugin reported an error", p.Entry.Name)
+	}
+	if resp.Action != abi.ActionContinue && resp.Action != abi.ActionDeny {
+		return resp, fmt.Errorf("%s: unknown action %d", p.Entry.Name, resp.Action)
+	}
+	return resp, nil
+}
+
+// OnResult runs the result hook; a nil Result in the answer keeps the result.
+func (p *Plugin) OnResult(ctx context.Context, userID string, req *abi.ResultRequest) (abi.ResultResponse, error) {
+	var resp abi.ResultResponse
+	enc := p.encoder()
+	defer p.encs.Put(enc)
+	req.Config = p.Entry.Config
+	req.Encode(enc)
+	out, err := p.module.Call(ctx, abi.ExportOnResult, userID, enc.Bytes())
+	if err != nil {
+		p.log.Warn("plugin result hook failed", "error", err.Error())
+		return resp, err
+	}
+	if err := resp.Decode(out); err != nil {
+		return resp, fmt.Errorf("%s: malformed answer: %w", p.Entry.Name, err)
+	}
+	if resp.Error != "" {
+		p.log.Warn("plugin result hook reported an error")
+		return resp, fmt.Errorf("%s: the plugin reported an error", p.Entry.Name)
+	}
+	return resp, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
