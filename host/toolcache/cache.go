@@ -20,8 +20,10 @@ import (
 	"github.com/antler-mcp/antler/host/credential"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/header"
+	"github.com/antler-mcp/antler/host/interceptor"
 	"github.com/antler-mcp/antler/host/oauth"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/plugins"
 )
 
 // ErrClosed is returned after Close.
@@ -44,6 +46,8 @@ type Options struct {
 	Version string
 	// HTTPClient makes token-endpoint requests (nil: a default client).
 	HTTPClient *http.Client
+	// PluginCacheDir keeps compiled Wasm plugins across restarts ("": memory).
+	PluginCacheDir string
 }
 
 // Cache is safe for concurrent use.
@@ -52,6 +56,10 @@ type Cache struct {
 	log  *slog.Logger
 
 	dir string // working directory at New, for relative config names
+
+	pluginsOnce sync.Once
+	pluginHost  *plugins.Host
+	pluginErr   error
 
 	mu         sync.Mutex
 	signer     config.Signer // guarded by mu
@@ -63,6 +71,16 @@ type Cache struct {
 	generation uint64
 	inflight   *discovery
 	closed     bool
+	plugins    []pluginFile // plugin files the snapshot loaded
+}
+
+// pluginFile is a loaded plugin's file as it was when loaded: a changed
+// mtime or size triggers a re-hash, and a changed hash a rebuild.
+type pluginFile struct {
+	path    string
+	modTime int64
+	size    int64
+	sha256  string
 }
 
 type discovery struct {
@@ -165,6 +183,60 @@ func (c *Cache) Close() {
 	if d != nil {
 		<-d.done // its result is discarded and closed by the discovery itself
 	}
+	if c.pluginHost != nil {
+		_ = c.pluginHost.Close(context.Background())
+	}
+}
+
+// loadPlugins loads the configuration's mcpInterceptors entries. A plugin
+// that cannot be loaded fails the whole discovery: serving calls without an
+// interceptor the operator configured (a policy, a redactor) would not be
+// safe. DeerFlow "module:attr" entries are skipped with a warning.
+func (c *Cache) loadPlugins(ext *config.Extensions) ([]*plugins.Plugin, []string, error) {
+	var entries []plugins.Entry
+	var warnings []string
+	for _, spec := range ext.InterceptorSpecs {
+		e, skip, warning, err := plugins.ParseEntry(spec.Path, spec.JSON, ext.Dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if skip {
+			c.log.Warn("skipping MCP interceptor", "warning", warning)
+			warnings = append(warnings, warning)
+			continue
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) == 0 {
+		return nil, warnings, nil
+	}
+	c.pluginsOnce.Do(func() {
+		c.pluginHost, c.pluginErr = plugins.NewHost(c.opts.PluginCacheDir, c.log)
+	})
+	if c.pluginErr != nil {
+		return nil, nil, c.pluginErr
+	}
+	var loaded []*plugins.Plugin
+	for _, e := range entries {
+		p, err := c.pluginHost.Load(context.Background(), e)
+		if err != nil {
+			for _, q := range loaded {
+				q.Close()
+			}
+			return nil, nil, err
+		}
+		c.log.Info("Loaded MCP interceptor", "plugin", e.Name, "kind", e.Kind, "sha256", p.SHA256[:12])
+		loaded = append(loaded, p)
+	}
+	return loaded, warnings, nil
+}
+
+func pluginInterceptors(loaded []*plugins.Plugin) []interceptor.Interceptor {
+	out := make([]interceptor.Interceptor, len(loaded))
+	for i, p := range loaded {
+		out[i] = interceptor.FromPlugin(p)
+	}
+	return out
 }
 
 // ConfigPath resolves the configuration file as discovery does ("" when
@@ -185,6 +257,7 @@ func (c *Cache) retireLocked() *Snapshot {
 	s := c.snap
 	c.snap = nil
 	c.path, c.sig, c.digest, c.badSig = "", config.Signature{}, [32]byte{}, config.Signature{}
+	c.plugins = nil
 	return s
 }
 
@@ -218,6 +291,14 @@ func (c *Cache) startLocked(retired *Snapshot) {
 		c.generation++
 		snap.Generation = c.generation
 		c.snap, c.path, c.sig, c.digest = snap, path, sig, digest
+		c.plugins = c.plugins[:0]
+		for _, p := range snap.plugins {
+			pf := pluginFile{path: p.Entry.Path, sha256: p.SHA256}
+			if st, err := os.Stat(pf.path); err == nil {
+				pf.modTime, pf.size = st.ModTime().UnixNano(), st.Size()
+			}
+			c.plugins = append(c.plugins, pf)
+		}
 		d.generation = c.generation
 		c.mu.Unlock()
 		d.snap = snap
@@ -245,8 +326,13 @@ func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error
 		c.log.Warn("extensions config", "warning", w)
 	}
 	digest := ext.MCPDigest()
-	snap := build(ext, c.opts, c.log)
+	loaded, warnings, err := c.loadPlugins(ext)
+	if err != nil {
+		return nil, "", config.Signature{}, zero, err
+	}
+	snap := build(ext, c.opts, c.log, loaded)
 	snap.ConfigPath = path
+	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
 
 	if path != "" {
 		if now, ok := config.Stat(path); ok && now != sig {
@@ -277,7 +363,7 @@ func (c *Cache) staleLocked() bool {
 		return false // deleted (or a vanished explicit file): keep last-known-good
 	}
 	if path == c.path && sig == c.sig && sig.Verifiable() {
-		return false
+		return c.pluginsChangedLocked()
 	}
 	if sig == c.badSig {
 		return false // already reported; wait for the next edit
@@ -292,14 +378,37 @@ func (c *Cache) staleLocked() bool {
 	}
 	if ext.MCPDigest() == c.digest {
 		c.path, c.sig, c.badSig = path, lsig, config.Signature{}
-		return false
+		return c.pluginsChangedLocked()
 	}
 	return true
 }
 
+// pluginsChangedLocked reports whether a loaded plugin's file now has other
+// content. Only a changed mtime or size costs a hash, so the hot path stays a
+// stat per plugin. A vanished file keeps the loaded plugin.
+func (c *Cache) pluginsChangedLocked() bool {
+	for i := range c.plugins {
+		pf := &c.plugins[i]
+		st, err := os.Stat(pf.path)
+		if err != nil || (st.ModTime().UnixNano() == pf.modTime && st.Size() == pf.size) {
+			continue
+		}
+		sig, ok := config.Stat(pf.path)
+		if !ok {
+			continue
+		}
+		if sig.SHA256 != pf.sha256 {
+			c.log.Info("MCP interceptor plugin changed; rebuilding tools", "path", pf.path)
+			return true
+		}
+		pf.modTime, pf.size = st.ModTime().UnixNano(), st.Size()
+	}
+	return false
+}
+
 // build connects to every enabled server concurrently and assembles the
 // snapshot in configuration order.
-func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
+func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin) *Snapshot {
 	servers := ext.Enabled()
 	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log})
 	// uoptsFor gives each server its base headers: static, plus the cached
@@ -359,7 +468,8 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger) *Snapshot {
 		Warnings:     ext.Warnings,
 		byName:       map[string]int{},
 		endpoints:    map[string]*endpoint{},
-		chain:        credential.Chain(ext, tokens, nil, log),
+		chain:        credential.Chain(ext, tokens, pluginInterceptors(loaded), log),
+		plugins:      loaded,
 		log:          log,
 	}
 	owner := map[string]string{} // exposed name → server

@@ -14,6 +14,7 @@ import (
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/interceptor"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/plugins"
 )
 
 // ErrUnknownTool is returned for a name that no server exposes.
@@ -75,6 +76,7 @@ type Snapshot struct {
 	byName    map[string]int
 	endpoints map[string]*endpoint
 	chain     []interceptor.Interceptor
+	plugins   []*plugins.Plugin
 	log       *slog.Logger
 }
 
@@ -158,6 +160,9 @@ func (s *Snapshot) close() {
 		wg.Go(ep.close)
 	}
 	wg.Wait()
+	for _, p := range s.plugins {
+		p.Close()
+	}
 }
 
 // CallError is a failed tool call. Message is safe to show to a model: it

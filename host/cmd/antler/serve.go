@@ -77,7 +77,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	cache := toolcache.New(toolcache.Options{ConfigPath: *cfgPath, Logger: log, Version: versionString()})
+	cache := toolcache.New(toolcache.Options{
+		ConfigPath:     *cfgPath,
+		Logger:         log,
+		Version:        versionString(),
+		PluginCacheDir: filepath.Join(st.DataDir, "wasm-cache"),
+	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
 	if err != nil {
