@@ -206,3 +206,33 @@ func TestQuickStartConfig(t *testing.T) {
 		t.Errorf("the quick start config does not validate: %s", &errb)
 	}
 }
+
+func TestPluginCommands(t *testing.T) {
+	root := testmcp.RepoRoot(t)
+	wasmFile := filepath.Join(t.TempDir(), "tenant.wasm")
+	var out, errb bytes.Buffer
+	if code := run([]string{"plugin", "build", filepath.Join(root, "examples/plugins/tenantheader"), "-o", wasmFile}, &out, &errb); code != 0 {
+		t.Fatalf("build: exit %d\n%s", code, &errb)
+	}
+	out.Reset()
+	if code := run([]string{"plugin", "inspect", wasmFile}, &out, &errb); code != 0 {
+		t.Fatalf("inspect: exit %d\n%s", code, &errb)
+	}
+	for _, want := range []string{"abi:       1.0", "features:  intercept", "antler_intercept", "antler_host_v1.log"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, &out)
+		}
+	}
+	input := writeFile(t, "req.json", `{"server": "s", "tool": "s_echo", "secrets": {"tenant": "acme"}}`)
+	out.Reset()
+	if code := run([]string{"plugin", "test", wasmFile, "--input", input}, &out, &errb); code != 0 {
+		t.Fatalf("test: exit %d\n%s", code, &errb)
+	}
+	if !strings.Contains(out.String(), `"X-Tenant-Token": "acme"`) || !strings.Contains(out.String(), `"action": "continue"`) {
+		t.Errorf("plugin test output:\n%s", &out)
+	}
+	errb.Reset()
+	if code := run([]string{"plugin", "inspect", input}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "not a valid WebAssembly module") {
+		t.Errorf("inspect of a JSON file: exit %d, %s", code, &errb)
+	}
+}
