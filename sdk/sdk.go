@@ -75,7 +75,10 @@ func Features() uint64 {
 	if handlers.tasks != nil {
 		f |= abi.FeatureTaskDriver
 	}
-	return f | abi.FeatureLog | abi.FeatureCallTool
+	// The log and call-tool bits are not claimed: the Go linker drops the
+	// imports a plugin never calls, and the module's import list says which
+	// it kept.
+	return f
 }
 
 // Continue forwards the call unchanged.

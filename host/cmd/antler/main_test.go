@@ -218,7 +218,7 @@ func TestPluginCommands(t *testing.T) {
 	if code := run([]string{"plugin", "inspect", wasmFile}, &out, &errb); code != 0 {
 		t.Fatalf("inspect: exit %d\n%s", code, &errb)
 	}
-	for _, want := range []string{"abi:       1.0", "features:  intercept", "antler_intercept", "antler_host_v1.log"} {
+	for _, want := range []string{"abi:       1.0", "features:  intercept\n", "antler_intercept", "wasi_snapshot_preview1.fd_write"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, &out)
 		}
