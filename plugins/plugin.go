@@ -20,9 +20,16 @@ type Plugin struct {
 	// SHA256 of the plugin file as loaded.
 	SHA256 string
 
-	module *wasm.Module
+	module backend
+	info   wasm.Info
 	log    *slog.Logger
 	encs   sync.Pool
+}
+
+// backend carries messages to a Wasm module or a plugin process.
+type backend interface {
+	Call(ctx context.Context, export, key string, in []byte) ([]byte, error)
+	Close()
 }
 
 // Host loads plugins; it owns the Wasm runtime shared by all of them.
@@ -52,8 +59,12 @@ var ErrUnsupportedKind = errors.New("unsupported plugin kind")
 
 // Load loads one entry. Errors name the entry.
 func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
-	if e.Kind != KindWasm {
-		return nil, fmt.Errorf("%s: %w %q (this build loads \"wasm\" plugins)", e.Name, ErrUnsupportedKind, e.Kind)
+	switch e.Kind {
+	case KindWasm:
+	case KindProcess:
+		return h.loadProcess(ctx, e)
+	default:
+		return nil, fmt.Errorf("%s: %w %q (this build loads \"wasm\" and \"process\" plugins)", e.Name, ErrUnsupportedKind, e.Kind)
 	}
 	code, err := os.ReadFile(e.Path)
 	if err != nil {
@@ -77,18 +88,50 @@ func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
 		m.Close()
 		return nil, fmt.Errorf("%s: the module is not an interceptor (it exports neither %s nor %s)", e.Name, abi.ExportIntercept, abi.ExportOnResult)
 	}
-	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: m, log: h.log.With("plugin", e.Name)}, nil
+	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: m, info: m.Info(), log: h.log.With("plugin", e.Name)}, nil
 }
 
-// Info describes the loaded module.
-func (p *Plugin) Info() wasm.Info { return p.module.Info() }
+// loadProcess starts a process plugin and checks what it serves.
+func (h *Host) loadProcess(ctx context.Context, e Entry) (*Plugin, error) {
+	code, err := os.ReadFile(e.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
+		}
+		return nil, fmt.Errorf("%s: read plugin file: %w", e.Name, err)
+	}
+	sum := sha256.Sum256(code)
+	log := h.log.With("plugin", e.Name)
+	proc, info, err := startProcess(ctx, e, log)
+	if err != nil {
+		return nil, err
+	}
+	if info.Features&(abi.FeatureIntercept|abi.FeatureResultHook) == 0 {
+		proc.Close()
+		return nil, fmt.Errorf("%s: the process is not an interceptor (it serves neither Intercept nor OnResult)", e.Name)
+	}
+	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: proc, log: log, info: wasm.Info{
+		Major: uint16(info.Major), Minor: uint16(info.Minor), Features: info.Features & abi.KnownFeatures, Size: len(code), SHA256: hex.EncodeToString(sum[:]),
+	}}, nil
+}
+
+// Info describes the loaded module or process.
+func (p *Plugin) Info() wasm.Info { return p.info }
+
+// PID is a process plugin's current process id (0 for Wasm or when not running).
+func (p *Plugin) PID() int {
+	if proc, ok := p.module.(*process); ok {
+		return proc.PID()
+	}
+	return 0
+}
 
 // Close releases the plugin's instances.
 func (p *Plugin) Close() { p.module.Close() }
 
 // HasIntercept and HasResultHook report the module's entry points.
-func (p *Plugin) HasIntercept() bool  { return p.module.Info().Features&abi.FeatureIntercept != 0 }
-func (p *Plugin) HasResultHook() bool { return p.module.Info().Features&abi.FeatureResultHook != 0 }
+func (p *Plugin) HasIntercept() bool  { return p.info.Features&abi.FeatureIntercept != 0 }
+func (p *Plugin) HasResultHook() bool { return p.info.Features&abi.FeatureResultHook != 0 }
 
 // FailureMessage is the model-safe text of a call failed closed by this plugin.
 func (p *Plugin) FailureMessage() string {

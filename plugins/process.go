@@ -1,0 +1,255 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/antler-mcp/antler/abi"
+)
+
+// Process plugins: the same messages as Wasm plugins, carried by gRPC to a
+// separate process started with hashicorp/go-plugin. The process is
+// crash-isolated, gets a parent-death signal and its own process group, and
+// inherits only a minimal environment.
+
+const (
+	processStartTimeout = 10 * time.Second
+	processCallTimeout  = 5 * time.Second
+	maxRestartBackoff   = 30 * time.Second
+)
+
+var handshake = goplugin.HandshakeConfig{
+	ProtocolVersion:  abi.Major,
+	MagicCookieKey:   abi.ProcessCookieKey,
+	MagicCookieValue: abi.ProcessCookieValue,
+}
+
+// processEnv is all a plugin process inherits from the host.
+var processEnv = []string{"HOME", "PATH", "TMPDIR", "LANG"}
+
+// rawCodec passes abi's protobuf bytes through gRPC untouched.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return nil, fmt.Errorf("raw codec: cannot marshal %T", v)
+	}
+	return *b, nil
+}
+
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	b, ok := v.(*[]byte)
+	if !ok {
+		return fmt.Errorf("raw codec: cannot unmarshal into %T", v)
+	}
+	*b = append((*b)[:0], data...)
+	return nil
+}
+
+func (rawCodec) Name() string { return "antler-raw" }
+
+// connPlugin hands the host the plugin's gRPC connection.
+type connPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
+
+func (connPlugin) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error {
+	return errors.New("the host does not serve plugins")
+}
+
+func (connPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return c, nil
+}
+
+var grpcMethods = map[string]string{
+	abi.ExportIntercept:  abi.GRPCIntercept,
+	abi.ExportOnResult:   abi.GRPCOnResult,
+	abi.ExportTaskSubmit: abi.GRPCTaskSubmit,
+	abi.ExportTaskStatus: abi.GRPCTaskStatus,
+	abi.ExportTaskCancel: abi.GRPCTaskCancel,
+}
+
+// process is a running (or restartable) plugin process.
+type process struct {
+	entry Entry
+	log   *slog.Logger
+
+	mu        sync.Mutex
+	client    *goplugin.Client
+	conn      *grpc.ClientConn
+	failures  int
+	nextStart time.Time
+	closed    bool
+}
+
+// startProcess starts the plugin and asks what it is.
+func startProcess(ctx context.Context, e Entry, log *slog.Logger) (*process, abi.Info, error) {
+	p := &process{entry: e, log: log}
+	if _, err := os.Stat(e.Path); err != nil {
+		return nil, abi.Info{}, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
+	}
+	conn, err := p.connect()
+	if err != nil {
+		return nil, abi.Info{}, err
+	}
+	var in, out []byte
+	cctx, cancel := context.WithTimeout(ctx, processStartTimeout)
+	defer cancel()
+	if err := conn.Invoke(cctx, abi.GRPCInfo, &in, &out, grpc.ForceCodec(rawCodec{})); err != nil {
+		p.Close()
+		return nil, abi.Info{}, fmt.Errorf("%s: the plugin process did not answer Info: %w", e.Name, err)
+	}
+	var info abi.Info
+	if err := info.Decode(out); err != nil {
+		p.Close()
+		return nil, abi.Info{}, fmt.Errorf("%s: malformed Info answer", e.Name)
+	}
+	if info.Major != abi.Major {
+		p.Close()
+		return nil, abi.Info{}, fmt.Errorf("%s: speaks plugin ABI %d.%d; this host speaks %d.x", e.Name, info.Major, info.Minor, abi.Major)
+	}
+	return p, info, nil
+}
+
+// connect starts the process if none is running; callers hold no lock.
+func (p *process) connect() (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errors.New("plugin closed")
+	}
+	if p.client != nil && !p.client.Exited() {
+		return p.conn, nil
+	}
+	if p.client != nil {
+		// It exited between calls: that is a crash too, so the restart
+		// waits out the backoff (a plugin that dies at once is not
+		// restarted on every call).
+		p.log.Warn("plugin process exited; restarting after a backoff")
+		p.client.Kill()
+		p.client, p.conn = nil, nil
+		p.noteFailure()
+	}
+	if now := time.Now(); now.Before(p.nextStart) {
+		return nil, fmt.Errorf("%s: restarting after a crash (next try in %s)", p.entry.Name, p.nextStart.Sub(now).Round(time.Millisecond))
+	}
+	cmd := exec.Command(p.entry.Path)
+	for _, k := range processEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  handshake,
+		Plugins:          goplugin.PluginSet{abi.ProcessPluginName: connPlugin{}},
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		StartTimeout:     processStartTimeout,
+		Logger:           hclog.NewNullLogger(),
+		Stderr:           io.Discard,
+		SyncStdout:       io.Discard,
+		SyncStderr:       io.Discard,
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		p.noteFailure()
+		return nil, fmt.Errorf("%s: start plugin process: %w", p.entry.Name, err)
+	}
+	raw, err := rpc.Dispense(abi.ProcessPluginName)
+	if err != nil {
+		client.Kill()
+		p.noteFailure()
+		return nil, fmt.Errorf("%s: plugin process: %w", p.entry.Name, err)
+	}
+	conn, ok := raw.(*grpc.ClientConn)
+	if !ok {
+		client.Kill()
+		return nil, fmt.Errorf("%s: plugin process: unexpected client %T", p.entry.Name, raw)
+	}
+	p.client, p.conn = client, conn
+	return conn, nil
+}
+
+// noteFailure schedules the next start with exponential backoff.
+func (p *process) noteFailure() {
+	p.failures++
+	backoff := min(100*time.Millisecond<<min(p.failures, 10), maxRestartBackoff)
+	p.nextStart = time.Now().Add(backoff)
+}
+
+// Call sends one message. A process that died fails this call; the next
+// call restarts it (after a backoff).
+func (p *process) Call(ctx context.Context, export, _ string, in []byte) ([]byte, error) {
+	method, ok := grpcMethods[export]
+	if !ok {
+		return nil, fmt.Errorf("%s: no method for %s", p.entry.Name, export)
+	}
+	conn, err := p.connect()
+	if err != nil {
+		return nil, err
+	}
+	timeout := p.entry.Timeout
+	if timeout <= 0 {
+		timeout = processCallTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var out []byte
+	if err := conn.Invoke(cctx, method, &in, &out, grpc.ForceCodec(rawCodec{})); err != nil {
+		p.mu.Lock()
+		if p.client != nil && p.client.Exited() {
+			p.log.Warn("plugin process exited; it will be restarted on next use")
+			p.client.Kill()
+			p.client, p.conn = nil, nil
+			p.noteFailure()
+		}
+		p.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", p.entry.Name, err)
+	}
+	p.mu.Lock()
+	p.failures = 0
+	p.mu.Unlock()
+	return out, nil
+}
+
+// PID is the running process's id, or 0.
+func (p *process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client == nil {
+		return 0
+	}
+	if rc := p.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Close stops the process.
+func (p *process) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.client != nil {
+		p.client.Kill()
+		p.client, p.conn = nil, nil
+	}
+}
