@@ -63,8 +63,10 @@ func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
 	case KindWasm:
 	case KindProcess:
 		return h.loadProcess(ctx, e)
+	case KindExtism:
+		return h.loadExtismPlugin(ctx, e)
 	default:
-		return nil, fmt.Errorf("%s: %w %q (this build loads \"wasm\" and \"process\" plugins)", e.Name, ErrUnsupportedKind, e.Kind)
+		return nil, fmt.Errorf("%s: %w %q (this build loads \"wasm\", \"process\" and \"extism\" plugins)", e.Name, ErrUnsupportedKind, e.Kind)
 	}
 	code, err := os.ReadFile(e.Path)
 	if err != nil {
@@ -89,6 +91,30 @@ func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
 		return nil, fmt.Errorf("%s: the module is not an interceptor (it exports neither %s nor %s)", e.Name, abi.ExportIntercept, abi.ExportOnResult)
 	}
 	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: m, info: m.Info(), log: h.log.With("plugin", e.Name)}, nil
+}
+
+// loadExtismPlugin loads a module written against an Extism PDK.
+func (h *Host) loadExtismPlugin(ctx context.Context, e Entry) (*Plugin, error) {
+	code, err := os.ReadFile(e.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
+		}
+		return nil, fmt.Errorf("%s: read plugin file: %w", e.Name, err)
+	}
+	sum := sha256.Sum256(code)
+	log := h.log.With("plugin", e.Name)
+	b, info, err := h.loadExtism(ctx, e, code, log)
+	if err != nil {
+		return nil, err
+	}
+	if info.Features&(abi.FeatureIntercept|abi.FeatureResultHook) == 0 {
+		b.Close()
+		return nil, fmt.Errorf("%s: the module is not an interceptor", e.Name)
+	}
+	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: b, log: log, info: wasm.Info{
+		Major: uint16(info.Major), Minor: uint16(info.Minor), Features: info.Features & abi.KnownFeatures, Size: len(code), SHA256: hex.EncodeToString(sum[:]),
+	}}, nil
 }
 
 // loadProcess starts a process plugin and checks what it serves.
