@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -104,7 +105,7 @@ func ParseEntry(name string, raw json.RawMessage, dir string) (e Entry, skip boo
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&obj); err != nil {
-			return e, false, "", fmt.Errorf("%s: %s", name, fieldProblem(err))
+			return e, false, "", fieldProblem(name, err)
 		}
 		e.Kind, e.Path, e.Config, e.Grants, e.Servers = obj.Kind, obj.Path, obj.Config, obj.Grants, obj.Servers
 		switch {
@@ -137,10 +138,32 @@ func ParseEntry(name string, raw json.RawMessage, dir string) (e Entry, skip boo
 	return e, false, "", nil
 }
 
-func fieldProblem(err error) string {
+// fieldProblem names the field a decoding error is about by its path in the
+// file (mcpInterceptors[1].timeout_ms), as the other checks do.
+func fieldProblem(name string, err error) error {
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
-		return fmt.Sprintf("%s: must be %s", typ.Field, typ.Type)
+		if typ.Field != "" {
+			name += "." + typ.Field
+		}
+		return fmt.Errorf("%s: must be %s", name, describe(typ.Type))
 	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	return fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// describe names a Go type as a JSON value.
+func describe(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return "an integer"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
 }

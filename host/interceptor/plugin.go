@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/host/header"
@@ -156,7 +157,11 @@ func safeMessage(msg, plugin string) string {
 		return "MCP interceptor '" + plugin + "' denied the call"
 	}
 	if len(msg) > 1000 {
-		msg = msg[:1000] + "…"
+		cut := 1000
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut-- // never split a character
+		}
+		msg = msg[:cut] + "…"
 	}
 	return msg
 }

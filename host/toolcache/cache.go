@@ -273,6 +273,10 @@ func (c *Cache) startLocked(retired *Snapshot) {
 			retired.close() // old connections go before new ones serve
 		}
 		snap, path, sig, digest, err := c.discover()
+		var files []pluginFile
+		if err == nil {
+			files = pluginFilesOf(snap.plugins) // hashes: outside the lock
+		}
 		c.mu.Lock()
 		if c.inflight == d {
 			c.inflight = nil
@@ -291,18 +295,28 @@ func (c *Cache) startLocked(retired *Snapshot) {
 		c.generation++
 		snap.Generation = c.generation
 		c.snap, c.path, c.sig, c.digest = snap, path, sig, digest
-		c.plugins = c.plugins[:0]
-		for _, p := range snap.plugins {
-			pf := pluginFile{path: p.Entry.Path, sha256: p.SHA256}
-			if st, err := os.Stat(pf.path); err == nil {
-				pf.modTime, pf.size = st.ModTime().UnixNano(), st.Size()
-			}
-			c.plugins = append(c.plugins, pf)
-		}
+		c.plugins = files
 		d.generation = c.generation
 		c.mu.Unlock()
 		d.snap = snap
 	}()
+}
+
+// pluginFilesOf records the loaded plugins' files as they are now. A file
+// that changed since it was loaded (discovery contacts servers after loading
+// plugins, which takes a while) is recorded with an unknown size, so the next
+// read re-hashes it and rebuilds, instead of taking the new file's mtime and
+// size as the loaded plugin's and never noticing the change.
+func pluginFilesOf(loaded []*plugins.Plugin) []pluginFile {
+	files := make([]pluginFile, 0, len(loaded))
+	for _, p := range loaded {
+		pf := pluginFile{path: p.Entry.Path, sha256: p.SHA256, size: -1}
+		if sig, ok := config.Stat(pf.path); ok && sig.SHA256 == p.SHA256 {
+			pf.modTime, pf.size = sig.ModTime, sig.Size
+		}
+		files = append(files, pf)
+	}
+	return files
 }
 
 // discover loads the configuration once, connects to every enabled server

@@ -17,6 +17,21 @@ import (
 // builds caches one build per source folder for the test process.
 var builds sync.Map // abs dir → *build
 
+// compiled is a compilation cache shared by every Load in the test process:
+// compiling a Go guest takes seconds (tens under -race), and tests load the
+// same build many times.
+var compiled struct {
+	once sync.Once
+	dir  string
+}
+
+func compileCacheDir() string {
+	compiled.once.Do(func() {
+		compiled.dir, _ = os.MkdirTemp("", "antler-wasm-cache-") // "" on error: memory
+	})
+	return compiled.dir
+}
+
 type build struct {
 	once sync.Once
 	path string
@@ -61,7 +76,7 @@ func Load(t testing.TB, dir string, entry plugins.Entry) *plugins.Plugin {
 	if entry.Name == "" {
 		entry.Name = filepath.Base(dir)
 	}
-	host, err := plugins.NewHost("", nil)
+	host, err := plugins.NewHost(compileCacheDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,16 @@ var parsed struct {
 }
 
 func config(raw []byte) settings {
-	if parsed.raw != string(raw) || parsed.s.Header == "" {
+	if parsed.raw != string(raw) || parsed.s.Header == "" { // Header is never empty once parsed
 		s := settings{Header: "X-Tenant-Token", Secret: "tenant"}
 		if len(raw) > 0 {
 			_ = json.Unmarshal(raw, &s)
+		}
+		if s.Header == "" {
+			s.Header = "X-Tenant-Token"
+		}
+		if s.Secret == "" {
+			s.Secret = "tenant"
 		}
 		parsed.raw, parsed.s = string(raw), s
 	}

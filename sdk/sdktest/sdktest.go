@@ -1,0 +1,82 @@
+// Package sdktest runs a Go plugin's handlers in-process, without Wasm, for
+// the plugin's own unit tests. A call goes the way a Wasm call goes: the
+// request is encoded with the ABI codec, handed to an sdk.Dispatcher, which
+// decodes it and runs the handler the plugin registered in its init, and the
+// encoded answer is decoded back. A plugin therefore sees exactly what it
+// would see in the host, minus the sandbox.
+//
+// Test the plugin's package (package main) from a main_test.go in the same
+// folder, so that its init has registered the handlers:
+//
+//	func TestDeniesDelete(t *testing.T) {
+//		resp := sdktest.Intercept(t, &abi.InterceptRequest{Tool: "files_delete", OriginalTool: "delete"})
+//		if resp.Action != abi.ActionDeny {
+//			t.Errorf("delete was not denied: %+v", resp)
+//		}
+//	}
+//
+// The harness does not apply what the host adds around a call (the entry's
+// config, secret grants, header and argument checks): set req.Config and
+// req.Secrets as the host would. To check the real Wasm build too, use
+// plugins/plugintest.
+package sdktest
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/sdk"
+)
+
+// mu serialises calls: a Wasm instance runs one call at a time, so plugins
+// may keep caches in globals without locks. Parallel tests must not race on
+// them here either.
+var mu sync.Mutex
+
+// Intercept runs the registered interceptor on req and returns its answer. The
+// test fails at once when the plugin registered no interceptor. An answer with
+// Error set (the plugin failed, or panicked) is returned as is: the host would
+// fail the call closed.
+func Intercept(t testing.TB, req *abi.InterceptRequest) abi.InterceptResponse {
+	t.Helper()
+	if sdk.Features()&abi.FeatureIntercept == 0 {
+		t.Fatal("sdktest: the plugin registered no interceptor (call sdk.HandleIntercept in its init)")
+	}
+	var enc abi.Encoder
+	req.Encode(&enc)
+	mu.Lock()
+	var d sdk.Dispatcher
+	out := clone(d.Intercept(enc.Bytes()))
+	mu.Unlock()
+	var resp abi.InterceptResponse
+	if err := resp.Decode(out); err != nil {
+		t.Fatalf("sdktest: the interceptor's answer does not decode: %v", err)
+	}
+	return resp
+}
+
+// Result runs the registered result hook on req and returns its answer. The
+// test fails at once when the plugin registered no result hook. A nil Result
+// in the answer keeps the original result.
+func Result(t testing.TB, req *abi.ResultRequest) abi.ResultResponse {
+	t.Helper()
+	if sdk.Features()&abi.FeatureResultHook == 0 {
+		t.Fatal("sdktest: the plugin registered no result hook (call sdk.HandleResult in its init)")
+	}
+	var enc abi.Encoder
+	req.Encode(&enc)
+	mu.Lock()
+	var d sdk.Dispatcher
+	out := clone(d.Result(enc.Bytes()))
+	mu.Unlock()
+	var resp abi.ResultResponse
+	if err := resp.Decode(out); err != nil {
+		t.Fatalf("sdktest: the result hook's answer does not decode: %v", err)
+	}
+	return resp
+}
+
+// clone copies a dispatcher's answer, which is only valid until its next call:
+// decoded byte fields alias it.
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
