@@ -20,6 +20,9 @@ type pool struct {
 	sem  chan struct{}
 	mu   sync.Mutex
 	idle []*instance
+	// closed is set by closeIdle: an instance returned afterwards (by a
+	// call that was in flight) is closed instead of kept.
+	closed bool
 }
 
 // get takes an idle instance or makes one, waiting while PoolSize are busy.
@@ -32,6 +35,9 @@ func (p *pool) get(ctx context.Context, m *Module) (*instance, error) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		inst := p.idle[n-1]
+		// Clear the slot: a stale pointer in the backing array would keep
+		// the instance's linear memory reachable after it is discarded.
+		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		return inst, nil
@@ -54,6 +60,11 @@ func (p *pool) put(inst *instance) {
 // seed adds an idle instance made outside get (the one Load checked).
 func (p *pool) seed(inst *instance) {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		inst.close()
+		return
+	}
 	p.idle = append(p.idle, inst)
 	p.mu.Unlock()
 }
@@ -70,6 +81,7 @@ func (p *pool) closeIdle() {
 	p.mu.Lock()
 	idle := p.idle
 	p.idle = nil
+	p.closed = true
 	p.mu.Unlock()
 	for _, inst := range idle {
 		inst.close()
