@@ -65,7 +65,7 @@ func (h *Host) loadExtism(ctx context.Context, e Entry, code []byte, log *slog.L
 		cfg = cfg.WithRandSource(crand.Reader)
 	}
 	b := &extismBackend{compiled: compiled, entry: e, cfg: cfg, sem: make(chan struct{}, extismPoolSize)}
-	out, err := b.Call(ctx, ExportInfo, "", nil)
+	out, err := b.CallChecked(ctx, ExportInfo, "", nil, nil)
 	if err != nil {
 		b.Close()
 		return nil, abi.Info{}, fmt.Errorf("%s: %s failed (does the module export it?): %w", e.Name, ExportInfo, err)
@@ -83,9 +83,9 @@ func (h *Host) loadExtism(ctx context.Context, e Entry, code []byte, log *slog.L
 	return b, info, nil
 }
 
-// Call runs one Extism export on a pooled instance; a failed instance is
-// discarded.
-func (b *extismBackend) Call(ctx context.Context, export, _ string, in []byte) ([]byte, error) {
+// CallChecked runs one Extism export on a pooled instance; an instance
+// that fails, or whose answer fails check, is discarded.
+func (b *extismBackend) CallChecked(ctx context.Context, export, _ string, in []byte, check func([]byte) error) ([]byte, error) {
 	select {
 	case b.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -125,6 +125,12 @@ func (b *extismBackend) Call(ctx context.Context, export, _ string, in []byte) (
 		return nil, &wasm.CallError{Plugin: b.entry.Name, Kind: "malformed", Err: errors.New("answer too large")}
 	}
 	out = append([]byte(nil), out...)
+	if check != nil {
+		if cerr := check(out); cerr != nil {
+			_ = inst.Close(context.Background())
+			return nil, &wasm.CallError{Plugin: b.entry.Name, Kind: "malformed", Err: cerr}
+		}
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()

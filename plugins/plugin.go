@@ -28,7 +28,9 @@ type Plugin struct {
 
 // backend carries messages to a Wasm module or a plugin process.
 type backend interface {
-	Call(ctx context.Context, export, key string, in []byte) ([]byte, error)
+	// CallChecked sends in and returns the answer after check accepted it;
+	// a Wasm instance whose answer fails check is discarded.
+	CallChecked(ctx context.Context, export, key string, in []byte, check func([]byte) error) ([]byte, error)
 	Close()
 }
 
@@ -180,22 +182,23 @@ func (p *Plugin) Intercept(ctx context.Context, userID string, req *abi.Intercep
 	defer p.encs.Put(enc)
 	req.Config = p.Entry.Config
 	req.Encode(enc)
-	out, err := p.module.Call(ctx, abi.ExportIntercept, userID, enc.Bytes())
+	_, err := p.module.CallChecked(ctx, abi.ExportIntercept, userID, enc.Bytes(), func(out []byte) error {
+		if err := resp.Decode(out); err != nil {
+			return err
+		}
+		if resp.Action != abi.ActionContinue && resp.Action != abi.ActionDeny {
+			return fmt.Errorf("unknown action %d", resp.Action)
+		}
+		return nil
+	})
 	if err != nil {
 		p.log.Warn("plugin call failed", "error", err.Error())
 		return resp, err
-	}
-	if err := resp.Decode(out); err != nil {
-		p.log.Warn("plugin answered a malformed message")
-		return resp, fmt.Errorf("%s: malformed answer: %w", p.Entry.Name, err)
 	}
 	if resp.Error != "" {
 		p.log.Warn("plugin reported an error")
 		p.log.Debug("plugin error text", "error", truncate(resp.Error, 500))
 		return resp, fmt.Errorf("%s: the plugin reported an error", p.Entry.Name)
-	}
-	if resp.Action != abi.ActionContinue && resp.Action != abi.ActionDeny {
-		return resp, fmt.Errorf("%s: unknown action %d", p.Entry.Name, resp.Action)
 	}
 	return resp, nil
 }
@@ -207,13 +210,10 @@ func (p *Plugin) OnResult(ctx context.Context, userID string, req *abi.ResultReq
 	defer p.encs.Put(enc)
 	req.Config = p.Entry.Config
 	req.Encode(enc)
-	out, err := p.module.Call(ctx, abi.ExportOnResult, userID, enc.Bytes())
+	_, err := p.module.CallChecked(ctx, abi.ExportOnResult, userID, enc.Bytes(), func(out []byte) error { return resp.Decode(out) })
 	if err != nil {
 		p.log.Warn("plugin result hook failed", "error", err.Error())
 		return resp, err
-	}
-	if err := resp.Decode(out); err != nil {
-		return resp, fmt.Errorf("%s: malformed answer: %w", p.Entry.Name, err)
 	}
 	if resp.Error != "" {
 		p.log.Warn("plugin result hook reported an error")

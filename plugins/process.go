@@ -195,9 +195,20 @@ func (p *process) noteFailure() {
 	p.nextStart = time.Now().Add(backoff)
 }
 
-// Call sends one message. A process that died fails this call; the next
-// call restarts it (after a backoff).
-func (p *process) Call(ctx context.Context, export, _ string, in []byte) ([]byte, error) {
+// CallChecked sends one message and checks the answer. A process that died
+// fails this call; the next call restarts it (after a backoff). A process
+// keeps no per-call instance, so a bad answer only fails its call.
+func (p *process) CallChecked(ctx context.Context, export, key string, in []byte, check func([]byte) error) ([]byte, error) {
+	out, err := p.call(ctx, export, key, in)
+	if err == nil && check != nil {
+		if cerr := check(out); cerr != nil {
+			return nil, fmt.Errorf("%s: malformed answer: %w", p.entry.Name, cerr)
+		}
+	}
+	return out, err
+}
+
+func (p *process) call(ctx context.Context, export, _ string, in []byte) ([]byte, error) {
 	method, ok := grpcMethods[export]
 	if !ok {
 		return nil, fmt.Errorf("%s: no method for %s", p.entry.Name, export)

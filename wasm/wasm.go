@@ -307,6 +307,14 @@ func (e *CallError) Unwrap() error { return e.Err }
 // answer (a copy). key selects the instance pool: the user id for a per_user
 // module, ignored otherwise. A failed instance is discarded, never reused.
 func (m *Module) Call(ctx context.Context, export, key string, in []byte) ([]byte, error) {
+	return m.CallChecked(ctx, export, key, in, nil)
+}
+
+// CallChecked is Call with a check of the answer (typically: it decodes)
+// run before the instance goes back to its pool. An answer that fails the
+// check is a malformed answer: the instance is discarded like one that
+// trapped, and the error is a *CallError of Kind "malformed".
+func (m *Module) CallChecked(ctx context.Context, export, key string, in []byte, check func([]byte) error) ([]byte, error) {
 	if !m.opts.PerUser {
 		key = ""
 	}
@@ -319,6 +327,11 @@ func (m *Module) Call(ctx context.Context, export, key string, in []byte) ([]byt
 		return nil, err
 	}
 	out, err := inst.call(ctx, m.opts.Name, m.opts.Timeout, export, in, m.opts.CallTool, m.log)
+	if err == nil && check != nil {
+		if cerr := check(out); cerr != nil {
+			err = &CallError{Plugin: m.opts.Name, Kind: "malformed", Err: cerr}
+		}
+	}
 	if err != nil {
 		p.discard(inst)
 		return nil, err
