@@ -3,10 +3,13 @@ package plugins_test
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/plugins"
 	"github.com/antler-mcp/antler/plugins/plugintest"
 	"github.com/antler-mcp/antler/sdk"
@@ -134,4 +137,53 @@ func BenchmarkInterceptor(b *testing.B) {
 		}
 		checkTenant(b, resp)
 	})
+	// The same request through the two other carriers: the tenant-header
+	// logic served as a go-plugin process, and an Extism-style module.
+	for _, carrier := range []struct {
+		name string
+		load func(b *testing.B) plugins.Entry
+	}{
+		{"process", func(b *testing.B) plugins.Entry {
+			return plugins.Entry{Kind: plugins.KindProcess, Path: buildProcessB(b)}
+		}},
+		{"extism", func(b *testing.B) plugins.Entry {
+			return plugins.Entry{Kind: plugins.KindExtism, Path: plugintest.BuildWasm(b, "testdata/extismguest")}
+		}},
+	} {
+		b.Run(carrier.name, func(b *testing.B) {
+			e := carrier.load(b)
+			e.Name, e.Grants = carrier.name, plugins.Grants{Secrets: []string{"tenant"}}
+			host, err := plugins.NewHost("", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer host.Close(context.Background())
+			p, err := host.Load(context.Background(), e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			ctx := context.Background()
+			var resp abi.InterceptResponse
+			b.SetBytes(1024)
+			b.ReportAllocs()
+			for b.Loop() {
+				if resp, err = p.Intercept(ctx, "user-8c1f0e", req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			checkTenant(b, resp)
+		})
+	}
+}
+
+// buildProcessB builds the tenant-header process plugin.
+func buildProcessB(b *testing.B) string {
+	out := filepath.Join(b.TempDir(), "tenantprocess")
+	cmd := exec.Command("go", "build", "-o", out, "./examples/plugins/tenantprocess")
+	cmd.Dir = testmcp.RepoRoot(b)
+	if o, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, o)
+	}
+	return out
 }

@@ -4,13 +4,23 @@
 // X-Tenant-Token from the granted "tenant" secret.
 package main
 
-import "github.com/antler-mcp/antler/abi"
+import (
+	"encoding/binary"
+
+	"github.com/antler-mcp/antler/abi"
+)
 
 //go:wasmimport extism:host/env input_length
 func inputLength() uint64
 
 //go:wasmimport extism:host/env input_load_u8
 func inputLoadU8(offset uint64) uint32
+
+//go:wasmimport extism:host/env input_load_u64
+func inputLoadU64(offset uint64) uint64
+
+//go:wasmimport extism:host/env store_u64
+func storeU64(offset uint64, v uint64)
 
 //go:wasmimport extism:host/env alloc
 func alloc(n uint64) uint64
@@ -21,21 +31,32 @@ func storeU8(offset uint64, v uint32)
 //go:wasmimport extism:host/env output_set
 func outputSet(offset, n uint64)
 
+// input reads the request eight bytes per kernel call (Extism's own PDKs
+// do the same), then the tail byte by byte.
 func input() []byte {
 	n := inputLength()
 	b := make([]byte, n)
-	for i := uint64(0); i < n; i++ {
+	i := uint64(0)
+	for ; i+8 <= n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], inputLoadU64(i))
+	}
+	for ; i < n; i++ {
 		b[i] = byte(inputLoadU8(i))
 	}
 	return b
 }
 
 func output(b []byte) {
-	off := alloc(uint64(len(b)))
-	for i, c := range b {
-		storeU8(off+uint64(i), uint32(c))
+	n := uint64(len(b))
+	off := alloc(n)
+	i := uint64(0)
+	for ; i+8 <= n; i += 8 {
+		storeU64(off+i, binary.LittleEndian.Uint64(b[i:]))
 	}
-	outputSet(off, uint64(len(b)))
+	for ; i < n; i++ {
+		storeU8(off+i, uint32(b[i]))
+	}
+	outputSet(off, n)
 }
 
 //go:wasmexport antler_info
