@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -369,4 +370,25 @@ func TestPluginFileChangedDuringDiscovery(t *testing.T) {
 	if code != 200 || text(res) != "Echo: rm -rf / [REDACTED]" {
 		t.Errorf("%d %v: the replaced plugin file was missed", code, res)
 	}
+}
+
+// The tenant-header logic served as a go-plugin process works through the
+// gateway exactly as the Wasm build does.
+func TestProcessPluginEndToEnd(t *testing.T) {
+	mcpURL := testmcp.StartHTTP(t, "http") + "/mcp"
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tenantprocess")
+	cmd := exec.Command("go", "build", "-o", bin, "./examples/plugins/tenantprocess")
+	cmd.Dir = testmcp.RepoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	a, _ := newPluginAPI(t, dir, fmt.Sprintf(`{"mcpServers": {"crm": {"type": "http", "url": %q}},
+		"mcpInterceptors": [{"kind": "process", "path": "./tenantprocess", "grants": {"secrets": ["tenant"]}}]}`, mcpURL))
+	_, _, h := a.call("k-alice", "crm_whoami", `{"secrets": {"tenant": "t-proc"}}`)
+	if h["x-tenant-token"] != "t-proc" {
+		t.Errorf("headers %v, want x-tenant-token from the process plugin", h)
+	}
+	code, res, _ := a.call("k-alice", "crm_whoami", `{}`)
+	denied(t, code, res, tenantDenial)
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -234,5 +235,79 @@ func TestPluginCommands(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"plugin", "inspect", input}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "not a valid WebAssembly module") {
 		t.Errorf("inspect of a JSON file: exit %d, %s", code, &errb)
+	}
+}
+
+// children lists the direct children of pid (from /proc).
+func children(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command name in parentheses: state, ppid, ...
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
+		fields := strings.Fields(rest)
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// TestNoOrphansWhenTheHostDies starts the real binary with a stdio server and
+// a process plugin, kills the host with SIGKILL (no chance to clean up), and
+// checks that the parent-death signal took both children down.
+func TestNoOrphansWhenTheHostDies(t *testing.T) {
+	root := testmcp.RepoRoot(t)
+	dir := t.TempDir()
+	antler := filepath.Join(dir, "antler")
+	plugin := filepath.Join(dir, "tenantprocess")
+	for out, pkg := range map[string]string{antler: "./host/cmd/antler", plugin: "./examples/plugins/tenantprocess"} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	cfg := filepath.Join(dir, "extensions_config.json")
+	doc := fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}, "mcpInterceptors": ["process:./tenantprocess"]}`, testmcp.Build(t))
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(antler, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "data"))
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "Antler is serving") {
+	}
+	go io.Copy(io.Discard, stdout)
+	kids := children(cmd.Process.Pid)
+	if len(kids) < 2 {
+		t.Fatalf("children %v, want the stdio server and the plugin process\n%s", kids, &stderr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range kids {
+		for syscall.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("child %d outlived a SIGKILLed host", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
