@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +86,32 @@ type everythingServerStatus struct {
 	Error           string `json:"error"`
 	Tools           int    `json:"tools"`
 	ProtocolVersion string `json:"protocol_version"`
-	PID             int    `json:"pid"`
+	Sessions        int    `json:"sessions"`
+}
+
+// stdioChildren lists this test process's child processes running
+// server-everything over stdio (its pooled sessions).
+func stdioChildren() []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err1 := os.ReadFile("/proc/" + e.Name() + "/stat")
+		cmdline, err2 := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		args := string(cmdline)
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) &&
+			strings.Contains(args, "server-everything") && !strings.Contains(args, "streamableHttp") {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func testEverything(t *testing.T, transport string, server map[string]any) {
@@ -149,12 +176,15 @@ func testEverything(t *testing.T, transport string, server map[string]any) {
 	if before.State != toolcache.StateConnected || before.ProtocolVersion == "" || before.Tools == 0 {
 		t.Errorf("GET /api/mcp/servers: everything = %+v; want connected, a protocol_version and tools > 0", before)
 	}
-	if transport == "stdio" && before.PID == 0 {
-		t.Errorf("GET /api/mcp/servers: stdio server has no pid: %+v", before)
-	}
-
 	// A plain call.
 	api.wantSum("before the timeout")
+	var children []int
+	if transport == "stdio" {
+		children = stdioChildren()
+		if len(children) != 1 {
+			t.Errorf("stdio server processes after the first call: %v, want one pooled session", children)
+		}
+	}
 
 	// Structured content arrives as an object, not as a string.
 	res := api.call("get-structured-content", `{"arguments":{"location":"Chicago"}}`)
@@ -198,8 +228,13 @@ func testEverything(t *testing.T, transport string, server map[string]any) {
 	if after.State != toolcache.StateConnected {
 		t.Errorf("GET /api/mcp/servers after the timeout: everything = %+v; want connected", after)
 	}
-	if transport == "stdio" && after.PID != before.PID {
-		t.Errorf("stdio server pid changed from %d to %d: the timeout cost the session", before.PID, after.PID)
+	if transport == "stdio" {
+		if now := stdioChildren(); !slices.Equal(now, children) {
+			t.Errorf("stdio server processes went from %v to %v: the timeout cost the session", children, now)
+		}
+		if after.Sessions != 1 {
+			t.Errorf("sessions = %d, want the one pooled session", after.Sessions)
+		}
 	}
 }
 

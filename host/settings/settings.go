@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -40,6 +41,17 @@ type Settings struct {
 	// ShutdownTimeout bounds how long SIGTERM waits for in-flight calls
 	// (Go duration, default 10s).
 	ShutdownTimeout string `yaml:"shutdown_timeout"`
+	// StdioPool bounds the pooled stdio sessions (one per server, user and thread).
+	StdioPool StdioPool `yaml:"stdio_pool"`
+}
+
+// StdioPool configures the stdio session pool.
+type StdioPool struct {
+	// MaxSessions caps live sessions; the least recently used is closed
+	// beyond it (default 256).
+	MaxSessions int `yaml:"max_sessions"`
+	// IdleTimeout closes a session unused this long (Go duration, default 30m).
+	IdleTimeout string `yaml:"idle_timeout"`
 }
 
 // Auth holds the API keys. With none, the host serves loopback only and
@@ -136,6 +148,14 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 		case RoleAdmin, RoleAgent, RoleInternal:
 		default:
 			problems = append(problems, fmt.Sprintf("%s.role: must be one of admin, agent, internal", path))
+		}
+	}
+	if s.StdioPool.MaxSessions < 0 {
+		problems = append(problems, "stdio_pool.max_sessions: must not be negative")
+	}
+	if s.StdioPool.IdleTimeout != "" {
+		if d, err := time.ParseDuration(s.StdioPool.IdleTimeout); err != nil || d <= 0 {
+			problems = append(problems, "stdio_pool.idle_timeout: must be a duration such as 30m")
 		}
 	}
 	switch strings.ToLower(s.LogLevel) {

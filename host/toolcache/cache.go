@@ -8,6 +8,8 @@ package toolcache
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +24,7 @@ import (
 	"github.com/antler-mcp/antler/host/header"
 	"github.com/antler-mcp/antler/host/interceptor"
 	"github.com/antler-mcp/antler/host/oauth"
+	"github.com/antler-mcp/antler/host/sessionpool"
 	"github.com/antler-mcp/antler/host/upstream"
 	"github.com/antler-mcp/antler/plugins"
 )
@@ -48,6 +51,14 @@ type Options struct {
 	HTTPClient *http.Client
 	// PluginCacheDir keeps compiled Wasm plugins across restarts ("": memory).
 	PluginCacheDir string
+	// DataDir roots the thread workspaces stdio servers run in
+	// (<data>/users/<user>/threads/<thread>/user-data/workspace); "" runs
+	// them in the host's working directory or the configured cwd.
+	DataDir string
+	// MaxSessions and IdleTimeout bound the stdio session pool (zero: 256
+	// sessions, 30 minutes).
+	MaxSessions int
+	IdleTimeout time.Duration
 }
 
 // Cache is safe for concurrent use.
@@ -61,8 +72,13 @@ type Cache struct {
 	pluginHost  *plugins.Host
 	pluginErr   error
 
+	// pool keeps stdio sessions per (server, user:thread) across rebuilds:
+	// only the sessions of a server whose settings changed are retired.
+	pool *sessionpool.Pool[*upstream.Conn]
+
 	mu         sync.Mutex
 	signer     config.Signer // guarded by mu
+	slices     map[string][]byte // stdio servers' settings in the published snapshot
 	snap       *Snapshot
 	path       string           // config path the snapshot was built from ("" = none)
 	sig        config.Signature // signature adopted for that path
@@ -100,7 +116,7 @@ func New(opts Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	dir, _ := os.Getwd()
-	return &Cache{opts: opts, log: log, dir: dir}
+	return &Cache{opts: opts, log: log, dir: dir, pool: sessionpool.New[*upstream.Conn](opts.MaxSessions, opts.IdleTimeout)}
 }
 
 // Snapshot returns the current tools, discovering them on first use or after
@@ -164,10 +180,12 @@ func (c *Cache) get(ctx context.Context, loud bool) (*Snapshot, error) {
 func (c *Cache) Reset() {
 	c.mu.Lock()
 	retired := c.retireLocked()
+	c.slices = nil
 	c.mu.Unlock()
 	if retired != nil {
 		retired.close()
 	}
+	c.pool.CloseAll()
 }
 
 // Close retires everything; later reads fail with ErrClosed.
@@ -183,6 +201,7 @@ func (c *Cache) Close() {
 	if d != nil {
 		<-d.done // its result is discarded and closed by the discovery itself
 	}
+	c.pool.Close()
 	if c.pluginHost != nil {
 		_ = c.pluginHost.Close(context.Background())
 	}
@@ -295,6 +314,18 @@ func (c *Cache) startLocked(retired *Snapshot) {
 		c.generation++
 		snap.Generation = c.generation
 		c.snap, c.path, c.sig, c.digest = snap, path, sig, digest
+		// Sessions of a stdio server whose settings changed (or that is gone)
+		// are retired; the others keep their processes across the rebuild.
+		var stale []string
+		for name, old := range c.slices {
+			if now, ok := snap.slices[name]; !ok || string(now) != string(old) {
+				stale = append(stale, name)
+			}
+		}
+		c.slices = snap.slices
+		for _, name := range stale {
+			c.pool.CloseServer(name) // before the new snapshot serves
+		}
 		c.plugins = files
 		d.generation = c.generation
 		c.mu.Unlock()
@@ -344,7 +375,7 @@ func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error
 	if err != nil {
 		return nil, "", config.Signature{}, zero, err
 	}
-	snap := build(ext, c.opts, c.log, loaded)
+	snap := build(ext, c.opts, c.log, loaded, c.pool)
 	snap.ConfigPath = path
 	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
 
@@ -422,7 +453,7 @@ func (c *Cache) pluginsChangedLocked() bool {
 
 // build connects to every enabled server concurrently and assembles the
 // snapshot in configuration order.
-func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin) *Snapshot {
+func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn]) *Snapshot {
 	servers := ext.Enabled()
 	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log})
 	// uoptsFor gives each server its base headers: static, plus the cached
@@ -441,9 +472,10 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		return o
 	}
 	type result struct {
-		conn  *upstream.Conn
-		tools []upstream.Tool
-		err   error
+		conn     *upstream.Conn
+		protocol string
+		tools    []upstream.Tool
+		err      error
 	}
 	results := make([]result, len(servers))
 	var wg sync.WaitGroup
@@ -473,6 +505,13 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 				return
 			}
 			results[i] = result{conn: conn, tools: tools}
+			if srv.IsStdio() {
+				// Discovery only lists: calls get a session of their own
+				// thread from the pool.
+				results[i].protocol = conn.ProtocolVersion()
+				conn.Close()
+				results[i].conn = nil
+			}
 		})
 	}
 	wg.Wait()
@@ -484,6 +523,8 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		endpoints:    map[string]*endpoint{},
 		chain:        credential.Chain(ext, tokens, pluginInterceptors(loaded), log),
 		plugins:      loaded,
+		pool:         pool,
+		slices:       map[string][]byte{},
 		log:          log,
 	}
 	owner := map[string]string{} // exposed name → server
@@ -498,8 +539,16 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			continue
 		}
 		st.State = StateConnected
-		st.ProtocolVersion = r.conn.ProtocolVersion()
-		snap.endpoints[srv.Name] = &endpoint{server: srv, opts: uoptsFor(srv), log: log, conn: r.conn}
+		ep := &endpoint{server: srv, opts: uoptsFor(srv), log: log, conn: r.conn}
+		if srv.IsStdio() {
+			st.ProtocolVersion = r.protocol
+			sum := sha256.Sum256(srv.Slice())
+			ep.pool, ep.dataDir, ep.version = pool, opts.DataDir, hex.EncodeToString(sum[:8])
+			snap.slices[srv.Name] = srv.Slice()
+		} else {
+			st.ProtocolVersion = r.conn.ProtocolVersion()
+		}
+		snap.endpoints[srv.Name] = ep
 		for _, ut := range r.tools {
 			name := srv.ExposedName(ut.Name)
 			if !validToolName.MatchString(name) {

@@ -91,22 +91,33 @@ func doc(servers ...string) string {
 	return `{"mcpServers": {` + strings.Join(servers, ",") + `}, "skills": {}}`
 }
 
-// whoami calls a whoami tool and returns the pid it reports.
-func whoami(t *testing.T, s *toolcache.Snapshot, tool string) int {
+// identity is what the demo server's whoami tool reports.
+type identity struct {
+	PID int               `json:"pid"`
+	Cwd string            `json:"cwd"`
+	Env map[string]string `json:"env"`
+}
+
+// whoamiAs calls a whoami tool for a user's thread.
+func whoamiAs(t *testing.T, s *toolcache.Snapshot, tool, user, thread string) identity {
 	t.Helper()
-	raw, err := s.Call(context.Background(), tool, json.RawMessage(`{}`))
+	raw, err := s.Invoke(context.Background(), toolcache.CallRequest{Name: tool, Arguments: json.RawMessage(`{}`), UserID: user, ThreadID: thread})
 	if err != nil {
 		t.Fatalf("call %s: %v", tool, err)
 	}
 	var res struct {
-		StructuredContent struct {
-			PID int `json:"pid"`
-		} `json:"structuredContent"`
+		StructuredContent identity `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}
-	return res.StructuredContent.PID
+	return res.StructuredContent
+}
+
+// whoami calls a whoami tool as the default user and thread and returns the pid.
+func whoami(t *testing.T, s *toolcache.Snapshot, tool string) int {
+	t.Helper()
+	return whoamiAs(t, s, tool, "", "").PID
 }
 
 func TestDiscoveryServesHealthyServersAndReportsFailures(t *testing.T) {
@@ -172,8 +183,8 @@ func TestSchemasPassThroughUnchanged(t *testing.T) {
 func TestNameCollisionKeepsFirstInConfigOrder(t *testing.T) {
 	bin := testmcp.Build(t)
 	b := newBundle(t, doc(
-		`"first": `+stdio(bin, `"tool_name_prefix": false`),
-		`"second": `+stdio(bin, `"tool_name_prefix": false`, "-tools", "only_second"),
+		`"first": `+stdio(bin, `"tool_name_prefix": false, "env": {"ANTLER_DEMO_ID": "first"}`),
+		`"second": `+stdio(bin, `"tool_name_prefix": false, "env": {"ANTLER_DEMO_ID": "second"}`, "-tools", "only_second"),
 	))
 	s := b.snap()
 	second := status(t, s, "second")
@@ -186,19 +197,19 @@ func TestNameCollisionKeepsFirstInConfigOrder(t *testing.T) {
 	if tool, _ := s.Tool("only_second"); tool.Server != "second" {
 		t.Errorf("only_second routed to %q", tool.Server)
 	}
-	if got, want := whoami(t, s, "whoami"), status(t, s, "first").PID; got != want {
-		t.Errorf("whoami answered by pid %d, want first server's %d", got, want)
+	if got := whoamiAs(t, s, "whoami", "", "").Env["ANTLER_DEMO_ID"]; got != "first" {
+		t.Errorf("whoami answered by server %q, want first", got)
 	}
 }
 
 func TestCallsRouteByServerNeverByPrefix(t *testing.T) {
 	bin := testmcp.Build(t)
 	// "web" and "web_scraper" overlap as prefixes; each call must reach its own server.
-	b := newBundle(t, doc(`"web": `+stdio(bin, ""), `"web_scraper": `+stdio(bin, "")))
+	b := newBundle(t, doc(`"web": `+stdio(bin, `"env": {"ANTLER_DEMO_ID": "web"}`), `"web_scraper": `+stdio(bin, `"env": {"ANTLER_DEMO_ID": "web_scraper"}`)))
 	s := b.snap()
 	for _, server := range []string{"web", "web_scraper"} {
-		if got, want := whoami(t, s, server+"_whoami"), status(t, s, server).PID; got != want || got == 0 {
-			t.Errorf("%s_whoami answered by pid %d, want %d", server, got, want)
+		if got := whoamiAs(t, s, server+"_whoami", "", "").Env["ANTLER_DEMO_ID"]; got != server {
+			t.Errorf("%s_whoami answered by server %q", server, got)
 		}
 	}
 }
@@ -231,7 +242,7 @@ func TestSkillsOnlyEditKeepsConnections(t *testing.T) {
 	server := `"a": ` + stdio(bin, "")
 	b := newBundle(t, `{"mcpServers": {`+server+`}, "skills": {}}`)
 	s1 := b.snap()
-	pid := status(t, s1, "a").PID
+	pid := whoami(t, s1, "a_whoami")
 	b.write(`{"mcpServers": {` + server + `}, "skills": {"writing": {"enabled": false}}, "middlewares": ["x:y"]}`)
 	s2 := b.snap()
 	if s2 != s1 {
@@ -243,8 +254,8 @@ func TestSkillsOnlyEditKeepsConnections(t *testing.T) {
 	// A real MCP edit does rebuild.
 	b.write(`{"mcpServers": {"a": ` + stdio(bin, `"description": "changed"`) + `}}`)
 	b.write(`{"mcpServers": {"a": ` + stdio(bin, "", "-tools", "extra") + `}}`)
-	if s3 := b.snap(); s3 == s1 || status(t, s3, "a").PID == pid {
-		t.Error("an MCP edit did not rebuild")
+	if s3 := b.snap(); s3 == s1 || whoami(t, s3, "a_whoami") == pid {
+		t.Error("an MCP edit did not rebuild and restart the server")
 	}
 }
 
@@ -333,7 +344,7 @@ func TestEditDuringDiscoveryIsNotPublishedUnderTheNewSignature(t *testing.T) {
 func TestTimeoutFailsTheCallButKeepsTheSession(t *testing.T) {
 	b := newBundle(t, doc(`"a": `+stdio(testmcp.Build(t), `"tool_call_timeout": 0.3`)))
 	s := b.snap()
-	pid := status(t, s, "a").PID
+	pid := whoami(t, s, "a_whoami")
 	_, err := s.Call(context.Background(), "a_sleep", json.RawMessage(`{"ms": 5000}`))
 	var ce *toolcache.CallError
 	if !errors.As(err, &ce) || !ce.Timeout {
@@ -350,7 +361,7 @@ func TestTimeoutFailsTheCallButKeepsTheSession(t *testing.T) {
 func TestCrashedChildFailsThatCallAndTheNextGetsANewProcess(t *testing.T) {
 	b := newBundle(t, doc(`"a": `+stdio(testmcp.Build(t), "")))
 	s := b.snap()
-	pid := status(t, s, "a").PID
+	pid := whoami(t, s, "a_whoami")
 	_, err := s.Call(context.Background(), "a_exit", json.RawMessage(`{"code": 3}`))
 	var ce *toolcache.CallError
 	if !errors.As(err, &ce) {

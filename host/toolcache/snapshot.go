@@ -13,7 +13,9 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/interceptor"
+	"github.com/antler-mcp/antler/host/sessionpool"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/host/workspace"
 	"github.com/antler-mcp/antler/plugins"
 )
 
@@ -60,7 +62,8 @@ type ServerStatus struct {
 	Conflicts       []Conflict `json:"conflicts,omitempty"`
 	// InvalidNames counts upstream tools dropped for names outside [A-Za-z0-9_-].
 	InvalidNames int `json:"invalid_names,omitempty"`
-	PID          int `json:"pid,omitempty"`
+	// Sessions is the number of pooled stdio sessions (one per user thread).
+	Sessions int `json:"sessions"`
 }
 
 // Snapshot is one published discovery: the tools, the servers' status and the
@@ -77,6 +80,8 @@ type Snapshot struct {
 	endpoints map[string]*endpoint
 	chain     []interceptor.Interceptor
 	plugins   []*plugins.Plugin
+	pool      *sessionpool.Pool[*upstream.Conn]
+	slices    map[string][]byte // stdio servers' settings, to retire changed ones
 	log       *slog.Logger
 }
 
@@ -89,13 +94,14 @@ func (s *Snapshot) Tool(name string) (Tool, bool) {
 	return s.Tools[i], true
 }
 
-// ServerStatus returns the status of a live server, with its current pid.
+// ServerStatuses returns the servers' status with their current session counts.
 func (s *Snapshot) ServerStatuses() []ServerStatus {
 	out := make([]ServerStatus, len(s.Servers))
 	copy(out, s.Servers)
-	for i := range out {
-		if ep, ok := s.endpoints[out[i].Name]; ok {
-			out[i].PID = ep.pid()
+	if s.pool != nil {
+		counts := s.pool.Counts()
+		for i := range out {
+			out[i].Sessions = counts[out[i].Name]
 		}
 	}
 	return out
@@ -184,9 +190,14 @@ type endpoint struct {
 	server *config.Server
 	opts   upstream.Options
 	log    *slog.Logger
+	// pool holds stdio sessions per (server, user:thread); dataDir roots
+	// their workspaces ("" leaves the child's working directory alone).
+	pool    *sessionpool.Pool[*upstream.Conn]
+	dataDir string
+	version string // digest of the server's settings, part of the session key
 
 	mu     sync.Mutex
-	conn   *upstream.Conn
+	conn   *upstream.Conn // HTTP and SSE: one connection for every caller
 	closed bool
 }
 
@@ -198,15 +209,6 @@ func (ep *endpoint) initialHeaders() map[string]string {
 		return map[string]string{}
 	}
 	return ep.server.Headers.Map()
-}
-
-func (ep *endpoint) pid() int {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	if ep.conn == nil {
-		return 0
-	}
-	return ep.conn.PID()
 }
 
 // get returns the live connection, dialling a new one (bounded by
@@ -250,10 +252,65 @@ func (ep *endpoint) close() {
 	}
 }
 
+// session returns the stdio session for the call's user and thread,
+// starting one in the thread's workspace if there is none.
+func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*upstream.Conn, sessionpool.Key, error) {
+	user, thread := req.UserID, req.ThreadID
+	if user == "" {
+		user = "default"
+	}
+	if thread == "" {
+		thread = workspace.DefaultThread
+	}
+	key := sessionpool.Key{Server: ep.server.Name, Scope: sessionpool.ScopeKey(user, thread), Config: ep.version}
+	srv := ep.server
+	if ep.dataDir != "" {
+		ws, err := workspace.For(ep.dataDir, user, thread)
+		if err != nil {
+			return nil, key, err
+		}
+		srv = pinned(ep.server, ws)
+	}
+	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
+	defer cancel()
+	conn, err := ep.pool.Get(dctx, key, func(dial context.Context, exited func()) (*upstream.Conn, error) {
+		opts := ep.opts
+		opts.OnExit = exited
+		ictx, icancel := withTimeout(dial, ep.server.SessionInitTimeout)
+		defer icancel()
+		return upstream.Dial(ictx, srv, opts)
+	})
+	return conn, key, err
+}
+
+// pinned is srv for one thread: the child runs in the thread's workspace
+// unless the operator set cwd, with TMPDIR, TMP and TEMP in its .mcp/tmp
+// unless the operator set them.
+func pinned(srv *config.Server, ws workspace.Thread) *config.Server {
+	c := *srv
+	if c.Cwd == "" {
+		c.Cwd = ws.Workspace
+	}
+	c.Env = append(config.Pairs(nil), srv.Env...)
+	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
+		if _, set := c.Env.Get(k); !set {
+			c.Env = append(c.Env, config.Pair{Key: k, Value: ws.Tmp})
+		}
+	}
+	return &c
+}
+
 // call is the end of the interceptor chain: it sends req on the wire.
 func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.RawMessage, error) {
 	name, tool, args := ep.server.Name, req.Tool, req.Arguments
-	conn, err := ep.get(ctx)
+	var conn *upstream.Conn
+	var key sessionpool.Key
+	var err error
+	if ep.pool != nil {
+		conn, key, err = ep.session(ctx, req)
+	} else {
+		conn, err = ep.get(ctx)
+	}
 	if err != nil {
 		ep.log.Warn("upstream unavailable", "server", name, "tool", tool, "error", Redact(err.Error()))
 		return nil, &CallError{Server: name, Tool: tool, Err: err,
@@ -285,8 +342,13 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 		return nil, &CallError{Server: name, Tool: tool, Err: err,
 			Message: fmt.Sprintf("MCP server '%s' returned an error for tool '%s': %s", name, tool, truncate(Redact(rpcErr.Message), 1000))}
 	case upstream.IsConnectionClosed(err):
-		// The failed call is not replayed: it may have had effects.
-		ep.drop(conn)
+		// The failed call is not replayed: it may have had effects. Only
+		// this session is evicted, and only if the pool still holds it.
+		if ep.pool != nil {
+			ep.pool.Evict(key, conn)
+		} else {
+			ep.drop(conn)
+		}
 		ep.log.Warn("upstream connection lost", "server", name, "tool", tool, "error", Redact(err.Error()))
 		return nil, &CallError{Server: name, Tool: tool, Err: err,
 			Message: fmt.Sprintf("MCP server '%s' closed the connection during the call to '%s'", name, tool)}

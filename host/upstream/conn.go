@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +60,10 @@ const sseResponseCap = 7 * 24 * time.Hour
 type Options struct {
 	Logger  *slog.Logger
 	Version string // client version sent in clientInfo
+	// OnExit is called once when a stdio child has exited on its own (its
+	// stderr closed), so a pool can evict the session before the next call
+	// fails. Not called for a Close.
+	OnExit func()
 	// BaseHeaders returns the headers of HTTP requests that are not tool
 	// calls (discovery, the SSE stream, session teardown). nil means the
 	// server's static headers.
@@ -110,7 +115,24 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closing   atomic.Bool
+	onExit    func()
+	exitOnce  sync.Once
+	done      chan struct{} // closed when a stdio child's stderr ended
 }
+
+// exited runs when the child's stderr ends.
+func (c *Conn) exited() {
+	c.exitOnce.Do(func() {
+		close(c.done)
+		if !c.closing.Load() && c.onExit != nil {
+			c.onExit()
+		}
+	})
+}
+
+// Done is closed when a stdio child has exited (never for HTTP and SSE).
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Dial connects and initializes. ctx bounds the whole handshake (the caller
 // applies session_init_timeout); the connection itself lives until Close,
@@ -126,7 +148,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	}
 	log = log.With("server", srv.Name)
 	connCtx, cancel := context.WithCancel(context.Background())
-	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders}
+	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, done: make(chan struct{})}
 
 	inner, err := c.newTransport()
 	if err != nil {
@@ -209,7 +231,7 @@ func (c *Conn) command(_ context.Context, name string, env []string, args []stri
 	cmd.Env = append(base, env...)
 	cmd.Dir = c.server.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = &lineLogger{log: c.log}
+	cmd.Stderr = &lineLogger{log: c.log, onExit: c.exited}
 	cmd.WaitDelay = 2 * time.Second
 	c.mu.Lock()
 	c.cmd = cmd
@@ -290,6 +312,7 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 // Close ends the connection. For stdio it closes the child's stdin, waits
 // briefly, then kills the child's whole process group so nothing outlives it.
 func (c *Conn) Close() error {
+	c.closing.Store(true)
 	c.closeOnce.Do(func() {
 		c.cancel()
 		if c.client != nil {
@@ -341,6 +364,7 @@ func IsConnectionClosed(err error) bool {
 
 // lineLogger turns a child's stderr into debug log lines.
 type lineLogger struct {
+	onExit func()
 	log *slog.Logger
 	buf []byte
 }
@@ -360,6 +384,35 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		l.buf = nil
 	}
 	return len(p), nil
+}
+
+// ReadFrom is what os/exec's stderr copier calls (io.Copy prefers it): it
+// lets the logger see the end of the stream, which comes when the child and
+// every process holding its stderr (npx's node) have exited, and report it
+// without waiting for a call to fail.
+func (l *lineLogger) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += int64(k)
+			l.Write(buf[:k])
+		}
+		if err != nil {
+			if len(l.buf) > 0 {
+				l.emit(l.buf)
+				l.buf = nil
+			}
+			if l.onExit != nil {
+				l.onExit()
+			}
+			if err == io.EOF {
+				return n, nil
+			}
+			return n, err
+		}
+	}
 }
 
 func (l *lineLogger) emit(line []byte) {

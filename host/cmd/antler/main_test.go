@@ -139,19 +139,20 @@ func TestServeShutsDownCleanly(t *testing.T) {
 	}
 	go io.Copy(io.Discard, stdout)
 
-	resp, err := http.Get(addr + "/api/mcp/servers")
+	// The pooled stdio session starts with the first call; whoami names its pid.
+	resp, err := http.Post(addr+"/api/mcp/tools/demo_whoami/call", "application/json", strings.NewReader(`{"thread_id": "t1"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		Servers []struct{ PID int } `json:"servers"`
+	var who struct {
+		StructuredContent struct{ PID int } `json:"structuredContent"`
 	}
-	json.NewDecoder(resp.Body).Decode(&st)
+	json.NewDecoder(resp.Body).Decode(&who)
 	resp.Body.Close()
-	if len(st.Servers) != 1 || st.Servers[0].PID == 0 {
-		t.Fatalf("servers: %+v", st)
+	child := who.StructuredContent.PID
+	if child == 0 {
+		t.Fatal("whoami reported no pid")
 	}
-	child := st.Servers[0].PID
 
 	type result struct {
 		body string
@@ -159,7 +160,7 @@ func TestServeShutsDownCleanly(t *testing.T) {
 	}
 	inflight := make(chan result, 1)
 	go func() {
-		resp, err := http.Post(addr+"/api/mcp/tools/demo_sleep/call", "application/json", strings.NewReader(`{"arguments":{"ms":1000}}`))
+		resp, err := http.Post(addr+"/api/mcp/tools/demo_sleep/call", "application/json", strings.NewReader(`{"arguments":{"ms":1000},"thread_id":"t1"}`))
 		if err != nil {
 			inflight <- result{err: err}
 			return
@@ -277,7 +278,7 @@ func TestNoOrphansWhenTheHostDies(t *testing.T) {
 		}
 	}
 	cfg := filepath.Join(dir, "extensions_config.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}, "mcpInterceptors": ["process:./tenantprocess"]}`, testmcp.Build(t))
+	doc := fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}, "mcpInterceptors": [{"kind": "process", "path": "./tenantprocess", "grants": {"secrets": ["tenant"]}}]}`, testmcp.Build(t))
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -290,9 +291,20 @@ func TestNoOrphansWhenTheHostDies(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && !strings.Contains(sc.Text(), "Antler is serving") {
+	addr := ""
+	for addr == "" && sc.Scan() {
+		addr = regexp.MustCompile(`serving \d+ tools on (http://\S+)`).FindString(sc.Text())
 	}
 	go io.Copy(io.Discard, stdout)
+	// A call starts the pooled stdio session (the plugin process started
+	// with the tool set).
+	if _, base, ok := strings.Cut(addr, " on "); ok {
+		resp, err := http.Post(base+"/api/mcp/tools/demo_echo/call", "application/json", strings.NewReader(`{"arguments":{"message":"x"},"secrets":{"tenant":"t"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
 	kids := children(cmd.Process.Pid)
 	if len(kids) < 2 {
 		t.Fatalf("children %v, want the stdio server and the plugin process\n%s", kids, &stderr)

@@ -77,11 +77,15 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	idle, _ := time.ParseDuration(st.StdioPool.IdleTimeout) // validated with the settings
 	cache := toolcache.New(toolcache.Options{
 		ConfigPath:     *cfgPath,
 		Logger:         log,
 		Version:        versionString(),
 		PluginCacheDir: filepath.Join(st.DataDir, "wasm-cache"),
+		DataDir:        st.DataDir,
+		MaxSessions:    st.StdioPool.MaxSessions,
+		IdleTimeout:    idle,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)

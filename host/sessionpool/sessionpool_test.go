@@ -1,0 +1,181 @@
+package sessionpool_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/host/sessionpool"
+)
+
+// fakeSession is a mock session (the pool's tests need no real process; the
+// toolcache tests run real stdio servers through the pool).
+type fakeSession struct {
+	id     int
+	closed atomic.Bool
+	exited func()
+}
+
+func (s *fakeSession) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+type dialer struct {
+	n     atomic.Int64
+	delay time.Duration
+	fail  bool
+}
+
+func (d *dialer) dial(ctx context.Context, exited func()) (*fakeSession, error) {
+	n := d.n.Add(1)
+	select {
+	case <-time.After(d.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if d.fail {
+		return nil, errors.New("dial failed")
+	}
+	return &fakeSession{id: int(n), exited: exited}, nil
+}
+
+func key(scope string) sessionpool.Key { return sessionpool.Key{Server: "s", Scope: scope} }
+
+func TestConcurrentGetsShareOneDial(t *testing.T) {
+	p := sessionpool.New[*fakeSession](0, 0)
+	defer p.Close()
+	d := &dialer{delay: 50 * time.Millisecond}
+	var wg sync.WaitGroup
+	got := make([]*fakeSession, 20)
+	for i := range got {
+		wg.Go(func() {
+			s, err := p.Get(context.Background(), key("a:t"), d.dial)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = s
+		})
+	}
+	wg.Wait()
+	if d.n.Load() != 1 {
+		t.Errorf("%d dials, want 1", d.n.Load())
+	}
+	for _, s := range got {
+		if s != got[0] {
+			t.Fatal("callers got different sessions for one key")
+		}
+	}
+}
+
+func TestLRUCapClosesTheOldest(t *testing.T) {
+	p := sessionpool.New[*fakeSession](2, 0)
+	defer p.Close()
+	d := &dialer{}
+	a, _ := p.Get(context.Background(), key("a"), d.dial)
+	b, _ := p.Get(context.Background(), key("b"), d.dial)
+	if _, err := p.Get(context.Background(), key("a"), d.dial); err != nil { // a is now the most recent
+		t.Fatal(err)
+	}
+	if _, err := p.Get(context.Background(), key("c"), d.dial); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return b.closed.Load() })
+	if a.closed.Load() {
+		t.Error("the recently used session was closed")
+	}
+	if p.Len() != 2 {
+		t.Errorf("len %d, want 2", p.Len())
+	}
+}
+
+func TestLateEvictionNeverRemovesTheReplacement(t *testing.T) {
+	p := sessionpool.New[*fakeSession](0, 0)
+	defer p.Close()
+	d := &dialer{}
+	old, _ := p.Get(context.Background(), key("a"), d.dial)
+	p.Evict(key("a"), old) // the old session failed
+	fresh, _ := p.Get(context.Background(), key("a"), d.dial)
+	if fresh == old {
+		t.Fatal("the evicted session was handed out again")
+	}
+	var wg sync.WaitGroup
+	for range 50 { // late errors from calls on the old session, racing new calls
+		wg.Go(func() { p.Evict(key("a"), old) })
+		wg.Go(func() { _, _ = p.Get(context.Background(), key("a"), d.dial) })
+	}
+	wg.Wait()
+	if s, _ := p.Get(context.Background(), key("a"), d.dial); s != fresh || fresh.closed.Load() {
+		t.Error("a late eviction of the old session removed its replacement")
+	}
+	waitFor(t, func() bool { return old.closed.Load() })
+}
+
+func TestExitedSessionIsEvicted(t *testing.T) {
+	p := sessionpool.New[*fakeSession](0, 0)
+	defer p.Close()
+	d := &dialer{}
+	s, _ := p.Get(context.Background(), key("a"), d.dial)
+	s.exited()
+	waitFor(t, func() bool { return p.Len() == 0 && s.closed.Load() })
+	if again, _ := p.Get(context.Background(), key("a"), d.dial); again == s {
+		t.Error("an exited session was reused")
+	}
+}
+
+func TestFailedDialIsNotCached(t *testing.T) {
+	p := sessionpool.New[*fakeSession](0, 0)
+	defer p.Close()
+	d := &dialer{fail: true}
+	if _, err := p.Get(context.Background(), key("a"), d.dial); err == nil {
+		t.Fatal("want the dial error")
+	}
+	d.fail = false
+	if _, err := p.Get(context.Background(), key("a"), d.dial); err != nil {
+		t.Fatalf("the next Get retried nothing: %v", err)
+	}
+}
+
+func TestIdleSessionsAreClosed(t *testing.T) {
+	p := sessionpool.New[*fakeSession](0, 100*time.Millisecond)
+	defer p.Close()
+	s, _ := p.Get(context.Background(), key("a"), (&dialer{}).dial)
+	waitFor(t, func() bool { return s.closed.Load() && p.Len() == 0 })
+}
+
+func TestCloseServerAndCounts(t *testing.T) {
+	p := sessionpool.New[*fakeSession](0, 0)
+	d := &dialer{}
+	a, _ := p.Get(context.Background(), sessionpool.Key{Server: "x", Scope: "1"}, d.dial)
+	_, _ = p.Get(context.Background(), sessionpool.Key{Server: "x", Scope: "2"}, d.dial)
+	b, _ := p.Get(context.Background(), sessionpool.Key{Server: "y", Scope: "1"}, d.dial)
+	if c := p.Counts(); c["x"] != 2 || c["y"] != 1 {
+		t.Errorf("counts %v", c)
+	}
+	p.CloseServer("x")
+	waitFor(t, func() bool { return a.closed.Load() })
+	if b.closed.Load() || p.Len() != 1 {
+		t.Error("CloseServer touched another server")
+	}
+	p.Close()
+	if !b.closed.Load() {
+		t.Error("Close left a session open")
+	}
+	if _, err := p.Get(context.Background(), key("z"), d.dial); !errors.Is(err, sessionpool.ErrClosed) {
+		t.Errorf("Get after Close: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
