@@ -77,7 +77,7 @@ type Cache struct {
 	pool *sessionpool.Pool[*upstream.Conn]
 
 	mu         sync.Mutex
-	signer     config.Signer // guarded by mu
+	signer     config.Signer     // guarded by mu
 	slices     map[string][]byte // stdio servers' settings in the published snapshot
 	snap       *Snapshot
 	path       string           // config path the snapshot was built from ("" = none)

@@ -365,8 +365,8 @@ func IsConnectionClosed(err error) bool {
 // lineLogger turns a child's stderr into debug log lines.
 type lineLogger struct {
 	onExit func()
-	log *slog.Logger
-	buf []byte
+	log    *slog.Logger
+	buf    []byte
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
