@@ -129,3 +129,32 @@ func TestInvalidThreadIsRefused(t *testing.T) {
 		t.Fatal("a thread id with .. was used")
 	}
 }
+
+func TestWrittenFilesComeBackAsVirtualPaths(t *testing.T) {
+	b, data := pooledBundle(t, doc(`"fs": `+stdio(testmcp.Build(t), "")))
+	raw, err := b.snap().Invoke(context.Background(), toolcache.CallRequest{
+		Name: "fs_write_file", Arguments: json.RawMessage(`{"path": "reports/q3.md", "content": "hi"}`), UserID: "alice", ThreadID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Content []struct{ Text string }    `json:"content"`
+		Meta    map[string]json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	const want = "/mnt/user-data/workspace/reports/q3.md"
+	if len(res.Content) != 1 || res.Content[0].Text != want {
+		t.Errorf("text %+v, want the virtual path %s (the host path must not reach the agent)", res.Content, want)
+	}
+	var got []string
+	_ = json.Unmarshal(res.Meta["antler/changed_files"], &got)
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("changed files %v, want [%s]", got, want)
+	}
+	host := filepath.Join(data, "users", "alice", "threads", "t1", "user-data", "workspace", "reports", "q3.md")
+	if b, err := os.ReadFile(host); err != nil || string(b) != "hi" {
+		t.Errorf("the file is not in alice's workspace: %v", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/antler-mcp/antler/host/interceptor"
 	"github.com/antler-mcp/antler/host/sessionpool"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/host/virtualpath"
 	"github.com/antler-mcp/antler/host/workspace"
 	"github.com/antler-mcp/antler/plugins"
 )
@@ -254,7 +255,7 @@ func (ep *endpoint) close() {
 
 // session returns the stdio session for the call's user and thread,
 // starting one in the thread's workspace if there is none.
-func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*upstream.Conn, sessionpool.Key, error) {
+func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*upstream.Conn, sessionpool.Key, *pinnedThread, error) {
 	user, thread := req.UserID, req.ThreadID
 	if user == "" {
 		user = "default"
@@ -264,12 +265,14 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 	}
 	key := sessionpool.Key{Server: ep.server.Name, Scope: sessionpool.ScopeKey(user, thread), Config: ep.version}
 	srv := ep.server
+	var pt *pinnedThread
 	if ep.dataDir != "" {
 		ws, err := workspace.For(ep.dataDir, user, thread)
 		if err != nil {
-			return nil, key, err
+			return nil, key, nil, err
 		}
 		srv = pinned(ep.server, ws)
+		pt = &pinnedThread{Thread: ws, cwd: srv.Cwd}
 	}
 	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
 	defer cancel()
@@ -280,7 +283,13 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 		defer icancel()
 		return upstream.Dial(ictx, srv, opts)
 	})
-	return conn, key, err
+	return conn, key, pt, err
+}
+
+// pinnedThread is the workspace a stdio call ran in.
+type pinnedThread struct {
+	workspace.Thread
+	cwd string
 }
 
 // pinned is srv for one thread: the child runs in the thread's workspace
@@ -305,9 +314,10 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 	name, tool, args := ep.server.Name, req.Tool, req.Arguments
 	var conn *upstream.Conn
 	var key sessionpool.Key
+	var pt *pinnedThread
 	var err error
 	if ep.pool != nil {
-		conn, key, err = ep.session(ctx, req)
+		conn, key, pt, err = ep.session(ctx, req)
 	} else {
 		conn, err = ep.get(ctx)
 	}
@@ -326,8 +336,18 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 	} else {
 		cctx = upstream.WithCallHeaders(cctx, req.Headers)
 	}
+	var before map[string]virtualpath.Stamp
+	if pt != nil {
+		before = virtualpath.Snapshot(pt.Workspace)
+	}
 	raw, err := conn.CallTool(cctx, tool, args, meta)
 	if err == nil {
+		if pt != nil {
+			// Paths in the result that point into the thread's user data
+			// become /mnt/user-data/...; files the call wrote are listed.
+			changed := virtualpath.Changed(pt.Workspace, before)
+			raw = virtualpath.RewriteResult(raw, virtualpath.NewTranslator(pt.Root, pt.cwd, changed), changed)
+		}
 		return raw, nil
 	}
 	var rpcErr *upstream.RPCError

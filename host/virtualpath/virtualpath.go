@@ -1,0 +1,349 @@
+// Package virtualpath translates host paths in stdio tool results into the
+// paths an agent knows, /mnt/user-data/..., as DeerFlow does: a reference is
+// rewritten only when it resolves (symlinks followed) to an existing regular
+// file inside the thread's user-data folder, and files are never copied. It
+// also finds the files a call created or changed in the workspace.
+package virtualpath
+
+import (
+	"encoding/json"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Prefix is the agent-visible root of a thread's user data.
+const Prefix = "/mnt/user-data"
+
+// MetaChangedFiles is the result _meta key listing files a call created or
+// changed (as virtual paths).
+const MetaChangedFiles = "antler/changed_files"
+
+// excluded folders are skipped at any depth when looking for changed files:
+// the host's own .mcp, version control, caches and dependency trees.
+var excluded = map[string]bool{
+	".mcp": true, ".git": true, ".hg": true, ".svn": true, ".cache": true, ".next": true,
+	".venv": true, ".browser-frames": true, ".tool-results": true, "node_modules": true, "__pycache__": true,
+}
+
+// maxFiles bounds a snapshot; a larger workspace is not tracked.
+const maxFiles = 20000
+
+// Stamp is a file's modification time and size.
+type Stamp struct {
+	ModTime int64
+	Size    int64
+}
+
+// Snapshot records the regular files under dir (excluded folders skipped).
+// It returns nil when dir holds more than maxFiles files.
+func Snapshot(dir string) map[string]Stamp {
+	out := map[string]Stamp{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if p != dir && excluded[d.Name()] {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		out[p] = Stamp{ModTime: info.ModTime().UnixNano(), Size: info.Size()}
+		if len(out) > maxFiles {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil || len(out) > maxFiles {
+		return nil
+	}
+	return out
+}
+
+// Changed lists the files under dir created or modified since before
+// (deleted files are not reported), sorted.
+func Changed(dir string, before map[string]Stamp) []string {
+	if before == nil {
+		return nil
+	}
+	var out []string
+	for p, st := range Snapshot(dir) {
+		if old, ok := before[p]; !ok || old != st {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Translator rewrites references for one thread.
+type Translator struct {
+	root  string // resolved user-data root
+	cwd   string // the server's working directory, for relative paths
+	names map[string]string
+	memo  map[string]string
+}
+
+// NewTranslator returns a translator for the user-data folder root. changed
+// lists files the call touched (absolute host paths): their bare file names
+// are rewritten too when unambiguous.
+func NewTranslator(root, cwd string, changed []string) *Translator {
+	t := &Translator{cwd: cwd, memo: map[string]string{}}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		t.root = r
+	} else {
+		t.root = filepath.Clean(root)
+	}
+	candidates := map[string]map[string]bool{}
+	for _, p := range changed {
+		v, ok := t.Ref(p)
+		if !ok {
+			continue
+		}
+		base := filepath.Base(p)
+		if candidates[base] == nil {
+			candidates[base] = map[string]bool{}
+		}
+		candidates[base][v] = true
+	}
+	t.names = map[string]string{}
+	for base, vs := range candidates {
+		if len(vs) == 1 {
+			for v := range vs {
+				t.names[base] = v
+			}
+		}
+	}
+	return t
+}
+
+// Ref translates one reference: a file:// URI or a path. ok is false when it
+// does not resolve to an existing regular file inside the user-data folder.
+func (t *Translator) Ref(ref string) (string, bool) {
+	if ref == "" || len(ref) > 4096 {
+		return "", false
+	}
+	p := ref
+	if strings.HasPrefix(ref, "file://") {
+		u, err := url.Parse(ref)
+		if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) {
+			return "", false
+		}
+		p = u.Path
+	} else if strings.Contains(ref, "://") {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		if t.cwd == "" {
+			return "", false
+		}
+		p = filepath.Join(t.cwd, p)
+	}
+	resolved, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", false
+	}
+	info, err := os.Stat(resolved)
+	if err != nil || !info.Mode().IsRegular() {
+		return "", false
+	}
+	rel, err := filepath.Rel(t.root, resolved)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return Prefix + "/" + filepath.ToSlash(rel), true
+}
+
+var pathToken = regexp.MustCompile(`(?:file://)?/[^\s'"<>|*?]+|(?:\.{0,2}/|[\w.-]+/)[^\s'"<>|*?]+`)
+
+const trailing = ".,;:!?)]}>\"'`"
+
+// Text rewrites the path-like tokens of free text that resolve inside the
+// user-data folder, then unambiguous bare names of changed files.
+func (t *Translator) Text(s string) string {
+	if s == "" {
+		return s
+	}
+	s = pathToken.ReplaceAllStringFunc(s, func(tok string) string {
+		core := strings.TrimRight(tok, trailing)
+		if core == "" {
+			return tok
+		}
+		v, ok := t.memo[core]
+		if !ok {
+			v, _ = t.Ref(core)
+			t.memo[core] = v
+		}
+		if v == "" {
+			return tok
+		}
+		return v + tok[len(core):]
+	})
+	return t.bareNames(s)
+}
+
+// bareNames replaces whole-word occurrences of changed files' names, longest
+// first; never inside a longer path or word, nor as a directory segment.
+func (t *Translator) bareNames(s string) string {
+	if len(t.names) == 0 {
+		return s
+	}
+	names := make([]string, 0, len(t.names))
+	for n := range t.names {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
+	for _, name := range names {
+		var b strings.Builder
+		rest := s
+		for {
+			i := strings.Index(rest, name)
+			if i < 0 {
+				b.WriteString(rest)
+				break
+			}
+			end := i + len(name)
+			before := byte(0)
+			if i > 0 {
+				before = rest[i-1]
+			} else if b.Len() > 0 {
+				before = b.String()[b.Len()-1]
+			}
+			after := ""
+			if end < len(rest) {
+				after = rest[end:]
+			}
+			if isPathByte(before) || followsName(after) {
+				b.WriteString(rest[:end])
+				rest = rest[end:]
+				continue
+			}
+			b.WriteString(rest[:i])
+			b.WriteString(t.names[name])
+			rest = rest[end:]
+		}
+		s = b.String()
+	}
+	return s
+}
+
+func isWord(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isPathByte(c byte) bool {
+	return isWord(c) || c == '.' || c == '/' || c == '\\' || c == '-'
+}
+
+// followsName reports text that continues a name: a word character, a
+// separator, a dash, or a dot followed by a word character (a final sentence
+// period is allowed).
+func followsName(after string) bool {
+	if after == "" {
+		return false
+	}
+	c := after[0]
+	if isWord(c) || c == '/' || c == '\\' || c == '-' {
+		return true
+	}
+	return c == '.' && len(after) > 1 && isWord(after[1])
+}
+
+// RewriteResult translates a CallToolResult: text items, resource_link URIs
+// and embedded resources' URIs and text; changed files are listed in _meta.
+// Items it does not change keep their bytes.
+func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.RawMessage {
+	var res map[string]json.RawMessage
+	if json.Unmarshal(raw, &res) != nil {
+		return raw
+	}
+	touched := false
+	var content []json.RawMessage
+	if json.Unmarshal(res["content"], &content) == nil {
+		for i, item := range content {
+			if out, ok := rewriteItem(item, t); ok {
+				content[i] = out
+				touched = true
+			}
+		}
+		if touched {
+			res["content"], _ = json.Marshal(content)
+		}
+	}
+	var virtual []string
+	for _, p := range changed {
+		if v, ok := t.Ref(p); ok {
+			virtual = append(virtual, v)
+		}
+	}
+	if len(virtual) > 0 {
+		meta := map[string]json.RawMessage{}
+		_ = json.Unmarshal(res["_meta"], &meta)
+		meta[MetaChangedFiles], _ = json.Marshal(virtual)
+		res["_meta"], _ = json.Marshal(meta)
+		touched = true
+	}
+	if !touched {
+		return raw
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
+	var m map[string]any
+	if json.Unmarshal(item, &m) != nil {
+		return nil, false
+	}
+	changed := false
+	switch m["type"] {
+	case "text":
+		if s, ok := m["text"].(string); ok {
+			if r := t.Text(s); r != s {
+				m["text"], changed = r, true
+			}
+		}
+	case "resource_link":
+		if s, ok := m["uri"].(string); ok {
+			if v, ok := t.Ref(s); ok {
+				m["uri"], changed = v, true
+			}
+		}
+	case "resource":
+		if r, ok := m["resource"].(map[string]any); ok {
+			if s, ok := r["uri"].(string); ok {
+				if v, ok := t.Ref(s); ok {
+					r["uri"], changed = v, true
+				}
+			}
+			if s, ok := r["text"].(string); ok {
+				if x := t.Text(s); x != s {
+					r["text"], changed = x, true
+				}
+			}
+		}
+	}
+	if !changed {
+		return nil, false
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
