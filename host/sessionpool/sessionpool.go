@@ -10,7 +10,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
-	"fmt"
+	"encoding/json"
 	"sync"
 	"time"
 )
@@ -264,7 +264,12 @@ func (p *Pool[S]) janitor() {
 	}
 }
 
-// ScopeKey is DeerFlow's legacy scope "<user>:<thread>".
+// ScopeKey is the versioned scope of a user's thread: "v2:" and the JSON
+// array [user, thread], as DeerFlow's later scope key. DeerFlow's legacy
+// "<user>:<thread>" is ambiguous when an id contains ':' (user "a:b" in
+// thread "c" and user "a" in thread "b:c" would share a process); the JSON
+// form cannot collide.
 func ScopeKey(user, thread string) string {
-	return fmt.Sprintf("%s:%s", user, thread)
+	b, _ := json.Marshal([]string{user, thread})
+	return "v2:" + string(b)
 }

@@ -179,3 +179,12 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestScopeKeysDoNotCollide(t *testing.T) {
+	if sessionpool.ScopeKey("a:b", "c") == sessionpool.ScopeKey("a", "b:c") {
+		t.Error("two different user threads share a scope key")
+	}
+	if got := sessionpool.ScopeKey("alice", "t1"); got != `v2:["alice","t1"]` {
+		t.Errorf("ScopeKey = %s", got)
+	}
+}
