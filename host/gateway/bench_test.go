@@ -73,7 +73,7 @@ func BenchmarkStdioCall(b *testing.B) {
 
 	// The gateway's handler called in-process: everything but the HTTP hop.
 	b.Run("handler", func(b *testing.B) {
-		cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(b, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, bin))})
+		cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(b, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, bin)), DataDir: b.TempDir()})
 		defer cache.Close()
 		h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler()
 		call := func() {
@@ -89,7 +89,7 @@ func BenchmarkStdioCall(b *testing.B) {
 	})
 
 	b.Run("gateway", func(b *testing.B) {
-		cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(b, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, bin))})
+		cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(b, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, bin)), DataDir: b.TempDir()})
 		defer cache.Close()
 		srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 		defer srv.Close()

@@ -267,7 +267,7 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 	srv := ep.server
 	var pt *pinnedThread
 	if ep.dataDir != "" {
-		ws, err := workspace.For(ep.dataDir, user, thread)
+		ws, err := workspace.Paths(ep.dataDir, user, thread)
 		if err != nil {
 			return nil, key, nil, err
 		}
@@ -277,6 +277,12 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
 	defer cancel()
 	conn, err := ep.pool.Get(dctx, key, func(dial context.Context, exited func()) (*upstream.Conn, error) {
+		if pt != nil {
+			// The folders are made when a session starts, not on every call.
+			if err := pt.Create(); err != nil {
+				return nil, err
+			}
+		}
 		opts := ep.opts
 		opts.OnExit = exited
 		ictx, icancel := withTimeout(dial, ep.server.SessionInitTimeout)

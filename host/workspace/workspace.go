@@ -42,8 +42,9 @@ type Thread struct {
 	Tmp       string // Workspace/.mcp/tmp
 }
 
-// For returns (and creates) the folders of user's thread under dataDir.
-func For(dataDir, user, thread string) (Thread, error) {
+// Paths returns the folders of user's thread under dataDir without touching
+// the disk (ids are validated).
+func Paths(dataDir, user, thread string) (Thread, error) {
 	if thread == "" {
 		thread = DefaultThread
 	}
@@ -60,11 +61,16 @@ func For(dataDir, user, thread string) (Thread, error) {
 	root := filepath.Join(base, "users", user, "threads", thread, "user-data")
 	t := Thread{Root: root, Workspace: filepath.Join(root, "workspace")}
 	t.Tmp = filepath.Join(t.Workspace, TmpSubdir)
+	return t, nil
+}
+
+// Create makes the folders, the temporary one private to the host's user.
+func (t Thread) Create() error {
 	if err := os.MkdirAll(t.Tmp, 0o700); err != nil {
-		return Thread{}, fmt.Errorf("workspace: create %s: %w", t.Workspace, err)
+		return fmt.Errorf("workspace: create %s: %w", t.Workspace, err)
 	}
 	if err := os.Chmod(t.Tmp, 0o700); err != nil {
-		return Thread{}, fmt.Errorf("workspace: %w", err)
+		return fmt.Errorf("workspace: %w", err)
 	}
-	return t, nil
+	return nil
 }
