@@ -9,8 +9,8 @@ package sessionpool
 import (
 	"container/list"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 )

@@ -138,7 +138,9 @@ func (t *Translator) Ref(ref string) (string, bool) {
 	p := ref
 	if strings.HasPrefix(ref, "file://") {
 		u, err := url.Parse(ref)
-		if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) {
+		// An authority other than localhost is not this machine, and in
+		// file://relative/x it is the start of a relative path: ignore both.
+		if err != nil || (u.Host != "" && u.Host != "localhost") || u.Path == "" || !filepath.IsAbs(u.Path) {
 			return "", false
 		}
 		p = u.Path
