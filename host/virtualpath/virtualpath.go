@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Prefix is the agent-visible root of a thread's user data.
@@ -168,7 +170,9 @@ func (t *Translator) Ref(ref string) (string, bool) {
 	return Prefix + "/" + filepath.ToSlash(rel), true
 }
 
-var pathToken = regexp.MustCompile(`(?:file://)?/[^\s'"<>|*?]+|(?:\.{0,2}/|[\w.-]+/)[^\s'"<>|*?]+`)
+// pathToken is the spec's Python pattern with Python's Unicode meaning of \w
+// and \s spelled out (Go's are ASCII-only).
+var pathToken = regexp.MustCompile(`(?:file://)?/[^\s\v\x1c-\x1f\x85\p{Z}'"<>|*?]+|(?:\.{0,2}/|[\p{L}\p{N}_.-]+/)[^\s\v\x1c-\x1f\x85\p{Z}'"<>|*?]+`)
 
 const trailing = ".,;:!?)]}>\"'`"
 
@@ -196,71 +200,83 @@ func (t *Translator) Text(s string) string {
 	return t.bareNames(s)
 }
 
-// bareNames replaces whole-word occurrences of changed files' names, longest
-// first; never inside a longer path or word, nor as a directory segment.
+// bareNames replaces whole-word occurrences of changed files' names in one
+// pass, trying the longest name first at each position, so a replacement is
+// never rewritten again; never inside a longer path or word, nor as a
+// directory segment.
 func (t *Translator) bareNames(s string) string {
 	if len(t.names) == 0 {
 		return s
 	}
-	names := make([]string, 0, len(t.names))
+	byFirst := map[byte][]string{}
 	for n := range t.names {
-		names = append(names, n)
+		byFirst[n[0]] = append(byFirst[n[0]], n)
 	}
-	sort.Slice(names, func(i, j int) bool { return len(names[i]) > len(names[j]) })
-	for _, name := range names {
-		var b strings.Builder
-		rest := s
-		for {
-			i := strings.Index(rest, name)
-			if i < 0 {
-				b.WriteString(rest)
+	for _, ns := range byFirst {
+		sort.Slice(ns, func(i, j int) bool {
+			if len(ns[i]) != len(ns[j]) {
+				return len(ns[i]) > len(ns[j])
+			}
+			return ns[i] < ns[j]
+		})
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		match := ""
+		for _, n := range byFirst[s[i]] {
+			if strings.HasPrefix(s[i:], n) && !precededByPath(s[:i]) && !followsName(s[i+len(n):]) {
+				match = n
 				break
 			}
-			end := i + len(name)
-			before := byte(0)
-			if i > 0 {
-				before = rest[i-1]
-			} else if b.Len() > 0 {
-				before = b.String()[b.Len()-1]
-			}
-			after := ""
-			if end < len(rest) {
-				after = rest[end:]
-			}
-			if isPathByte(before) || followsName(after) {
-				b.WriteString(rest[:end])
-				rest = rest[end:]
-				continue
-			}
-			b.WriteString(rest[:i])
-			b.WriteString(t.names[name])
-			rest = rest[end:]
 		}
-		s = b.String()
+		if match == "" {
+			i++
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(t.names[match])
+		i += len(match)
+		last = i
 	}
-	return s
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
-func isWord(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+// isWord is Python's \w: a letter, a number or an underscore.
+func isWord(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
 }
 
-func isPathByte(c byte) bool {
-	return isWord(c) || c == '.' || c == '/' || c == '\\' || c == '-'
+// precededByPath reports text ending in a word character, '.', '-' or a
+// separator.
+func precededByPath(before string) bool {
+	r, n := utf8.DecodeLastRuneInString(before)
+	if n == 0 {
+		return false
+	}
+	return isWord(r) || r == '.' || r == '/' || r == '\\' || r == '-'
 }
 
 // followsName reports text that continues a name: a word character, a
 // separator, a dash, or a dot followed by a word character (a final sentence
 // period is allowed).
 func followsName(after string) bool {
-	if after == "" {
+	r, n := utf8.DecodeRuneInString(after)
+	if n == 0 {
 		return false
 	}
-	c := after[0]
-	if isWord(c) || c == '/' || c == '\\' || c == '-' {
+	if isWord(r) || r == '/' || r == '\\' || r == '-' {
 		return true
 	}
-	return c == '.' && len(after) > 1 && isWord(after[1])
+	if r != '.' {
+		return false
+	}
+	next, m := utf8.DecodeRuneInString(after[n:])
+	return m > 0 && isWord(next)
 }
 
 // RewriteResult translates a CallToolResult: text items, resource_link URIs
