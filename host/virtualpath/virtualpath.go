@@ -6,6 +6,7 @@
 package virtualpath
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"net/url"
@@ -177,15 +178,20 @@ var pathToken = regexp.MustCompile(`(?:file://)?/[^\s\v\x1c-\x1f\x85\p{Z}'"<>|*?
 const trailing = ".,;:!?)]}>\"'`"
 
 // Text rewrites the path-like tokens of free text that resolve inside the
-// user-data folder, then unambiguous bare names of changed files.
+// user-data folder, then unambiguous bare names of changed files outside the
+// paths just written (a decoded file URI may hold a space).
 func (t *Translator) Text(s string) string {
 	if s == "" {
 		return s
 	}
-	s = pathToken.ReplaceAllStringFunc(s, func(tok string) string {
+	var b strings.Builder
+	var written [][2]int // spans of b holding rewritten paths
+	last := 0
+	for _, m := range pathToken.FindAllStringIndex(s, -1) {
+		tok := s[m[0]:m[1]]
 		core := strings.TrimRight(tok, trailing)
 		if core == "" {
-			return tok
+			continue
 		}
 		v, ok := t.memo[core]
 		if !ok {
@@ -193,18 +199,25 @@ func (t *Translator) Text(s string) string {
 			t.memo[core] = v
 		}
 		if v == "" {
-			return tok
+			continue
 		}
-		return v + tok[len(core):]
-	})
-	return t.bareNames(s)
+		b.WriteString(s[last:m[0]])
+		written = append(written, [2]int{b.Len(), b.Len() + len(v)})
+		b.WriteString(v)
+		last = m[0] + len(core)
+	}
+	if last > 0 {
+		b.WriteString(s[last:])
+		s = b.String()
+	}
+	return t.bareNames(s, written)
 }
 
 // bareNames replaces whole-word occurrences of changed files' names in one
 // pass, trying the longest name first at each position, so a replacement is
 // never rewritten again; never inside a longer path or word, nor as a
-// directory segment.
-func (t *Translator) bareNames(s string) string {
+// directory segment, nor inside the sorted spans skip.
+func (t *Translator) bareNames(s string, skip [][2]int) string {
 	if len(t.names) == 0 {
 		return s
 	}
@@ -223,6 +236,11 @@ func (t *Translator) bareNames(s string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(s); {
+		if len(skip) > 0 && i >= skip[0][0] {
+			i = max(i, skip[0][1])
+			skip = skip[1:]
+			continue
+		}
 		match := ""
 		for _, n := range byFirst[s[i]] {
 			if strings.HasPrefix(s[i:], n) && !precededByPath(s[:i]) && !followsName(s[i+len(n):]) {
@@ -284,7 +302,7 @@ func followsName(after string) bool {
 // Items it does not change keep their bytes.
 func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.RawMessage {
 	var res map[string]json.RawMessage
-	if json.Unmarshal(raw, &res) != nil {
+	if json.Unmarshal(raw, &res) != nil || res == nil {
 		return raw
 	}
 	touched := false
@@ -309,6 +327,9 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 	if len(virtual) > 0 {
 		meta := map[string]json.RawMessage{}
 		_ = json.Unmarshal(res["_meta"], &meta)
+		if meta == nil { // "_meta": null
+			meta = map[string]json.RawMessage{}
+		}
 		meta[MetaChangedFiles], _ = json.Marshal(virtual)
 		res["_meta"], _ = json.Marshal(meta)
 		touched = true
@@ -324,8 +345,11 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 }
 
 func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
+	// Numbers stay json.Number so other fields keep their exact values.
 	var m map[string]any
-	if json.Unmarshal(item, &m) != nil {
+	d := json.NewDecoder(bytes.NewReader(item))
+	d.UseNumber()
+	if d.Decode(&m) != nil {
 		return nil, false
 	}
 	changed := false

@@ -1,0 +1,90 @@
+package virtualpath_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/antler-mcp/antler/host/virtualpath"
+)
+
+var textSeeds = []string{
+	"",
+	"Wrote /tmp/x/users/u/threads/t/user-data/workspace/a.txt.",
+	"Saved report.md. See (./out/a.csv) and `../b.txt`, 'c/d.json'!",
+	"file:///tmp/my%20file.txt file://relative/x file:// file:a",
+	"https://example.com/x?y=1#z http://h/a/b.",
+	"/ // /// ./ ../ .../ a/ /etc/passwd /proc/self/root/etc/hosts",
+	"[link](/mnt/user-data/workspace/a.txt) <https://e.com/> \"/x/y\"",
+	"已保存 报告/总结.md。 données/a.txt\u00a0ok",
+	"C:\\Users\\x\\a.txt \\\\server\\share",
+	strings.Repeat("a/", 300) + "b.txt",
+	"\x00/\xff\xfe/a.txt",
+}
+
+// With an empty user-data root nothing resolves inside it, so Text must
+// return its input unchanged, whatever the input.
+func FuzzText(f *testing.F) {
+	for _, s := range textSeeds {
+		f.Add(s)
+	}
+	root := filepath.Join(f.TempDir(), "users", "u", "threads", "t", "user-data")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		f.Fatal(err)
+	}
+	write(f, filepath.Join(root, "..", "sibling.txt"), "outside")
+	tr := virtualpath.NewTranslator(root, root, nil)
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := tr.Text(s); got != s {
+			t.Fatalf("Text(%q) = %q, want unchanged", s, got)
+		}
+	})
+}
+
+// Bare-name replacement only ever swaps a whole changed name for its virtual
+// path: mapping the virtual path back gives the input again.
+func FuzzBareNames(f *testing.F) {
+	for _, s := range textSeeds {
+		f.Add(s)
+	}
+	f.Add("report.md report.md. xreport.md report.md/ report.md.bak (report.md)")
+	e := newEnv(f)
+	p := write(f, filepath.Join(e.ws, "out", "report.md"), "x")
+	tr := virtualpath.NewTranslator(e.root, "", []string{p})
+	v := virtualpath.Prefix + "/workspace/out/report.md"
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Contains(s, virtualpath.Prefix) || strings.Contains(s, e.tmp) {
+			return
+		}
+		got := tr.Text(s)
+		if back := strings.ReplaceAll(got, v, "report.md"); back != s {
+			t.Fatalf("Text(%q) = %q: more than whole names replaced", s, got)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(got) {
+			t.Fatalf("Text(%q) = %q: invalid UTF-8", s, got)
+		}
+	})
+}
+
+// RewriteResult never panics and turns valid JSON into valid JSON.
+func FuzzRewriteResult(f *testing.F) {
+	f.Add(`{"content":[{"type":"text","text":"report.md"}],"_meta":null}`)
+	f.Add(`{"content":[{"type":"resource","resource":{"uri":"file:///x","text":"report.md"}}]}`)
+	f.Add(`{"content":[{"type":"resource_link","uri":"report.md"}],"structuredContent":{"n":1e400}}`)
+	f.Add(`null`)
+	f.Add(`[]`)
+	f.Add(`{"content":[null,1,"",{}],"_meta":"x"}`)
+	e := newEnv(f)
+	p := write(f, filepath.Join(e.ws, "report.md"), "x")
+	changed := []string{p}
+	tr := virtualpath.NewTranslator(e.root, e.ws, changed)
+	f.Fuzz(func(t *testing.T, s string) {
+		got := virtualpath.RewriteResult(json.RawMessage(s), tr, changed)
+		if json.Valid([]byte(s)) && !json.Valid(got) {
+			t.Fatalf("RewriteResult(%q) = %q: invalid JSON", s, got)
+		}
+	})
+}
