@@ -70,14 +70,10 @@ func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
 	default:
 		return nil, fmt.Errorf("%s: %w %q (this build loads \"wasm\", \"process\" and \"extism\" plugins)", e.Name, ErrUnsupportedKind, e.Kind)
 	}
-	code, err := os.ReadFile(e.Path)
+	code, sum, err := readPlugin(e)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
-		}
-		return nil, fmt.Errorf("%s: read plugin file: %w", e.Name, err)
+		return nil, err
 	}
-	sum := sha256.Sum256(code)
 	m, err := h.rt.Load(ctx, code, wasm.ModuleOptions{
 		Name:        e.Name,
 		Timeout:     e.Timeout,
@@ -97,50 +93,50 @@ func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
 
 // loadExtismPlugin loads a module written against an Extism PDK.
 func (h *Host) loadExtismPlugin(ctx context.Context, e Entry) (*Plugin, error) {
-	code, err := os.ReadFile(e.Path)
+	return h.loadCarrier(e, func(code []byte, log *slog.Logger) (backend, abi.Info, error) {
+		return h.loadExtism(ctx, e, code, log)
+	})
+}
+
+// loadProcess starts a process plugin and checks what it serves.
+func (h *Host) loadProcess(ctx context.Context, e Entry) (*Plugin, error) {
+	return h.loadCarrier(e, func(_ []byte, log *slog.Logger) (backend, abi.Info, error) {
+		return startProcess(ctx, e, log)
+	})
+}
+
+// loadCarrier reads the entry's file, starts its carrier and checks that it
+// serves an interceptor entry point.
+func (h *Host) loadCarrier(e Entry, start func(code []byte, log *slog.Logger) (backend, abi.Info, error)) (*Plugin, error) {
+	code, sum, err := readPlugin(e)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
-		}
-		return nil, fmt.Errorf("%s: read plugin file: %w", e.Name, err)
+		return nil, err
 	}
-	sum := sha256.Sum256(code)
 	log := h.log.With("plugin", e.Name)
-	b, info, err := h.loadExtism(ctx, e, code, log)
+	b, info, err := start(code, log)
 	if err != nil {
 		return nil, err
 	}
 	if info.Features&(abi.FeatureIntercept|abi.FeatureResultHook) == 0 {
 		b.Close()
-		return nil, fmt.Errorf("%s: the module is not an interceptor", e.Name)
+		return nil, fmt.Errorf("%s: the plugin is not an interceptor (it serves neither intercept nor on_result)", e.Name)
 	}
-	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: b, log: log, info: wasm.Info{
-		Major: uint16(info.Major), Minor: uint16(info.Minor), Features: info.Features & abi.KnownFeatures, Size: len(code), SHA256: hex.EncodeToString(sum[:]),
+	digest := hex.EncodeToString(sum[:])
+	return &Plugin{Entry: e, SHA256: digest, module: b, log: log, info: wasm.Info{
+		Major: uint16(info.Major), Minor: uint16(info.Minor), Features: info.Features & abi.KnownFeatures, Size: len(code), SHA256: digest,
 	}}, nil
 }
 
-// loadProcess starts a process plugin and checks what it serves.
-func (h *Host) loadProcess(ctx context.Context, e Entry) (*Plugin, error) {
+// readPlugin reads an entry's file and its SHA-256; errors name the entry.
+func readPlugin(e Entry) ([]byte, [32]byte, error) {
 	code, err := os.ReadFile(e.Path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
+			return nil, [32]byte{}, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
 		}
-		return nil, fmt.Errorf("%s: read plugin file: %w", e.Name, err)
+		return nil, [32]byte{}, fmt.Errorf("%s: read plugin file: %w", e.Name, err)
 	}
-	sum := sha256.Sum256(code)
-	log := h.log.With("plugin", e.Name)
-	proc, info, err := startProcess(ctx, e, log)
-	if err != nil {
-		return nil, err
-	}
-	if info.Features&(abi.FeatureIntercept|abi.FeatureResultHook) == 0 {
-		proc.Close()
-		return nil, fmt.Errorf("%s: the process is not an interceptor (it serves neither Intercept nor OnResult)", e.Name)
-	}
-	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: proc, log: log, info: wasm.Info{
-		Major: uint16(info.Major), Minor: uint16(info.Minor), Features: info.Features & abi.KnownFeatures, Size: len(code), SHA256: hex.EncodeToString(sum[:]),
-	}}, nil
+	return code, sha256.Sum256(code), nil
 }
 
 // Info describes the loaded module or process.
