@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -231,7 +232,7 @@ func (c *Conn) command(_ context.Context, name string, env []string, args []stri
 	cmd.Env = append(base, env...)
 	cmd.Dir = c.server.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Stderr = &lineLogger{log: c.log, onExit: c.exited}
+	cmd.Stderr = &lineLogger{log: c.log, onExit: c.exited, secrets: secretValues(c.server)}
 	cmd.WaitDelay = 2 * time.Second
 	c.mu.Lock()
 	c.cmd = cmd
@@ -362,9 +363,12 @@ func IsConnectionClosed(err error) bool {
 	return false
 }
 
-// lineLogger turns a child's stderr into debug log lines.
+// lineLogger turns a child's stderr into debug log lines, with the values
+// of the server's configured env masked: a server that prints its
+// environment must not put a token into the host's log.
 type lineLogger struct {
-	onExit func()
+	onExit  func()
+	secrets []string
 	log    *slog.Logger
 	buf    []byte
 }
@@ -416,7 +420,28 @@ func (l *lineLogger) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func (l *lineLogger) emit(line []byte) {
-	if len(line) > 0 {
-		l.log.Debug("upstream stderr", "line", string(line))
+	if len(line) == 0 {
+		return
 	}
+	text := string(line)
+	for _, v := range l.secrets {
+		text = strings.ReplaceAll(text, v, "***")
+	}
+	l.log.Debug("upstream stderr", "line", text)
+}
+
+// secretValues are the configured env and header values of a server long
+// enough to be worth masking (short ones like "1" would garble every line).
+func secretValues(srv *config.Server) []string {
+	var out []string
+	for _, p := range append(append(config.Pairs(nil), srv.Env...), srv.Headers...) {
+		switch p.Key {
+		case "TMPDIR", "TMP", "TEMP":
+			continue // the workspace's own folders, set by the host
+		}
+		if len(p.Value) >= 6 {
+			out = append(out, p.Value)
+		}
+	}
+	return out
 }
