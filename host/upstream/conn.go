@@ -369,8 +369,8 @@ func IsConnectionClosed(err error) bool {
 type lineLogger struct {
 	onExit  func()
 	secrets []string
-	log    *slog.Logger
-	buf    []byte
+	log     *slog.Logger
+	buf     []byte
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
