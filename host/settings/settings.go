@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/antler-mcp/antler/host/envvar"
+	"github.com/antler-mcp/antler/host/task"
 )
 
 // Roles a principal can have.
@@ -43,6 +44,23 @@ type Settings struct {
 	ShutdownTimeout string `yaml:"shutdown_timeout"`
 	// StdioPool bounds the pooled stdio sessions (one per server, user and thread).
 	StdioPool StdioPool `yaml:"stdio_pool"`
+	// MCPTasks configures the durable task runtime (off by default;
+	// DeerFlow's mcp_tasks keys and ranges).
+	MCPTasks MCPTasks `yaml:"mcp_tasks"`
+}
+
+// MCPTasks is the durable task runtime's section: DeerFlow's knobs plus
+// where attention events are delivered.
+type MCPTasks struct {
+	task.Config   `yaml:",inline"`
+	Notifications Notifications `yaml:"notifications"`
+}
+
+// Notifications configures event delivery to a webhook.
+type Notifications struct {
+	WebhookURL string `yaml:"webhook_url"`
+	// WebhookSecret signs each delivery (HMAC-SHA256); whole-string $VAR.
+	WebhookSecret string `yaml:"webhook_secret"`
 }
 
 // StdioPool configures the stdio session pool.
@@ -69,7 +87,8 @@ type Key struct {
 
 // Defaults returns the settings used when no file is given.
 func Defaults() Settings {
-	return Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s"}
+	return Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s",
+		MCPTasks: MCPTasks{Config: task.DefaultConfig()}}
 }
 
 // ResolvePath returns the settings file to read: explicit > $ANTLER_SETTINGS >
@@ -149,6 +168,18 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 		default:
 			problems = append(problems, fmt.Sprintf("%s.role: must be one of admin, agent, internal", path))
 		}
+	}
+	if err := s.MCPTasks.Config.Validate(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if v, name, isRef := envvar.Resolve(s.MCPTasks.Notifications.WebhookSecret, lookup); isRef {
+		if v == "" {
+			problems = append(problems, fmt.Sprintf("mcp_tasks.notifications.webhook_secret: $%s is unset or empty", name))
+		}
+		s.MCPTasks.Notifications.WebhookSecret = v
+	}
+	if u := s.MCPTasks.Notifications.WebhookURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		problems = append(problems, "mcp_tasks.notifications.webhook_url: must be an http:// or https:// URL")
 	}
 	if s.StdioPool.MaxSessions < 0 {
 		problems = append(problems, "stdio_pool.max_sessions: must not be negative")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/host/task"
 )
 
 func env(vars map[string]string) envvar.Lookup {
@@ -28,7 +29,8 @@ func writeSettings(t *testing.T, content string) string {
 }
 
 func TestDefaults(t *testing.T) {
-	want := settings.Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s"}
+	want := settings.Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s",
+		MCPTasks: settings.MCPTasks{Config: task.DefaultConfig()}}
 	if got := settings.Defaults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Defaults() = %+v, want %+v", got, want)
 	}
@@ -92,6 +94,7 @@ auth:
 				Database:        "postgres://antler@db/antler",
 				LogLevel:        "DEBUG",
 				ShutdownTimeout: "30s",
+				MCPTasks:        settings.MCPTasks{Config: task.DefaultConfig()},
 				Auth: settings.Auth{Keys: []settings.Key{
 					{Key: "ak-123", User: "alice", Role: settings.RoleAdmin},
 					{Key: "literal-agent-key", User: "build-bot", Role: settings.RoleAgent},
@@ -337,5 +340,30 @@ func TestResolvePathNilLookup(t *testing.T) {
 	got, err := settings.ResolvePath("", nil)
 	if err != nil || got != path {
 		t.Errorf("ResolvePath = %q, %v; want %q", got, err, path)
+	}
+}
+
+func TestMCPTasksSection(t *testing.T) {
+	path := writeSettings(t, `mcp_tasks:
+  enabled: true
+  poll_interval_seconds: 2
+  notifications:
+    webhook_url: https://hooks.example/antler
+    webhook_secret: $HOOK_SECRET
+`)
+	s, err := settings.Load(path, env(map[string]string{"HOOK_SECRET": "s3cret-value"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.MCPTasks.Enabled || s.MCPTasks.PollIntervalSeconds != 2 || s.MCPTasks.LeaseSeconds != 120 ||
+		s.MCPTasks.Notifications.WebhookSecret != "s3cret-value" {
+		t.Errorf("mcp_tasks = %+v", s.MCPTasks)
+	}
+	bad := writeSettings(t, "mcp_tasks:\n  poll_interval_seconds: 0\n  notifications:\n    webhook_url: ftp://x\n    webhook_secret: $UNSET\n")
+	_, err = settings.Load(bad, env(nil))
+	for _, want := range []string{"mcp_tasks.poll_interval_seconds", "mcp_tasks.notifications.webhook_url", "mcp_tasks.notifications.webhook_secret: $UNSET"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
 	}
 }
