@@ -25,6 +25,17 @@ import (
 // user_auth, then custom (plugins, in file order), then headers_from_context,
 // so per-request values win. Layers with no server to act on are left out.
 func Chain(ext *config.Extensions, tokens *oauth.Manager, custom []interceptor.Interceptor, log *slog.Logger) []interceptor.Interceptor {
+	return chain(ext, tokens, custom, log, true)
+}
+
+// BackgroundChain is Chain without headers_from_context, for calls made
+// outside an agent's request (durable task status and cancel polls): there
+// are no per-request secrets then, and the server-level credentials apply.
+func BackgroundChain(ext *config.Extensions, tokens *oauth.Manager, custom []interceptor.Interceptor, log *slog.Logger) []interceptor.Interceptor {
+	return chain(ext, tokens, custom, log, false)
+}
+
+func chain(ext *config.Extensions, tokens *oauth.Manager, custom []interceptor.Interceptor, log *slog.Logger, requestScoped bool) []interceptor.Interceptor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -41,7 +52,7 @@ func Chain(ext *config.Extensions, tokens *oauth.Manager, custom []interceptor.I
 		chain = append(chain, ua)
 	}
 	chain = append(chain, custom...)
-	if ch := newContextHeaders(ext); ch != nil {
+	if ch := newContextHeaders(ext); ch != nil && requestScoped {
 		chain = append(chain, ch)
 	}
 	return chain

@@ -522,6 +522,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		byName:       map[string]int{},
 		endpoints:    map[string]*endpoint{},
 		chain:        credential.Chain(ext, tokens, pluginInterceptors(loaded), log),
+		background:   credential.BackgroundChain(ext, tokens, pluginInterceptors(loaded), log),
 		plugins:      loaded,
 		pool:         pool,
 		slices:       map[string][]byte{},

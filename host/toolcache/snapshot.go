@@ -80,10 +80,13 @@ type Snapshot struct {
 	byName    map[string]int
 	endpoints map[string]*endpoint
 	chain     []interceptor.Interceptor
-	plugins   []*plugins.Plugin
-	pool      *sessionpool.Pool[*upstream.Conn]
-	slices    map[string][]byte // stdio servers' settings, to retire changed ones
-	log       *slog.Logger
+	// background is the chain without per-request credentials, for durable
+	// task polls made outside any agent request.
+	background []interceptor.Interceptor
+	plugins    []*plugins.Plugin
+	pool       *sessionpool.Pool[*upstream.Conn]
+	slices     map[string][]byte // stdio servers' settings, to retire changed ones
+	log        *slog.Logger
 }
 
 // Tool returns the tool exposed as name.
@@ -122,6 +125,26 @@ func (s *Snapshot) Call(ctx context.Context, name string, args json.RawMessage) 
 	return s.Invoke(ctx, CallRequest{Name: name, Arguments: args})
 }
 
+// ErrUnknownServer is returned by CallServerTool for a server that is not
+// connected.
+var ErrUnknownServer = errors.New("unknown or unavailable MCP server")
+
+// CallServerTool calls a server's tool by its raw (upstream) name, as durable
+// task drivers do for their submit, status and cancel tools, which agents do
+// not see. requestScoped selects the full chain (a submit made inside an
+// agent's request); without it per-request credentials are not applied.
+func (s *Snapshot) CallServerTool(ctx context.Context, server, tool string, args json.RawMessage, userID, threadID string, secrets map[string]string, requestScoped bool) (json.RawMessage, error) {
+	ep, ok := s.endpoints[server]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownServer, server)
+	}
+	chain := s.background
+	if requestScoped {
+		chain = s.chain
+	}
+	return s.invoke(ctx, ep, chain, tool, ep.server.ExposedName(tool), CallRequest{Arguments: args, UserID: userID, ThreadID: threadID, Secrets: secrets})
+}
+
 // Invoke routes a call through the interceptor chain to the server the tool
 // came from (never chosen by its name) and returns the raw CallToolResult.
 // Failures, denials included, are *CallError.
@@ -130,35 +153,38 @@ func (s *Snapshot) Invoke(ctx context.Context, call CallRequest) (json.RawMessag
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, call.Name)
 	}
-	ep := s.endpoints[t.Server]
+	return s.invoke(ctx, s.endpoints[t.Server], s.chain, t.OriginalName, t.Name, call)
+}
+
+func (s *Snapshot) invoke(ctx context.Context, ep *endpoint, chain []interceptor.Interceptor, tool, exposed string, call CallRequest) (json.RawMessage, error) {
 	req := &interceptor.Request{
 		Server:      ep.server,
-		Tool:        t.OriginalName,
-		ExposedName: t.Name,
+		Tool:        tool,
+		ExposedName: exposed,
 		Arguments:   call.Arguments,
 		Headers:     ep.initialHeaders(),
 		UserID:      call.UserID,
 		ThreadID:    call.ThreadID,
 		Secrets:     call.Secrets,
 	}
-	raw, err := interceptor.Chain(ep.call, s.chain...)(ctx, req)
+	raw, err := interceptor.Chain(ep.call, chain...)(ctx, req)
 	if err == nil {
 		return raw, nil
 	}
 	if d, ok := interceptor.IsDenied(err); ok {
-		return nil, &CallError{Server: ep.server.Name, Tool: t.OriginalName, Denied: true, Message: d.Message, Err: err}
+		return nil, &CallError{Server: ep.server.Name, Tool: tool, Denied: true, Message: d.Message, Err: err}
 	}
 	var ce *CallError
 	if errors.As(err, &ce) {
 		return nil, ce
 	}
 	if ctx.Err() != nil {
-		return nil, &CallError{Server: ep.server.Name, Tool: t.OriginalName, Err: ctx.Err(),
-			Message: fmt.Sprintf("MCP tool '%s' on server '%s' was cancelled", t.OriginalName, ep.server.Name)}
+		return nil, &CallError{Server: ep.server.Name, Tool: tool, Err: ctx.Err(),
+			Message: fmt.Sprintf("MCP tool '%s' on server '%s' was cancelled", tool, ep.server.Name)}
 	}
-	s.log.Warn("interceptor failed", "server", ep.server.Name, "tool", t.OriginalName, "error", Redact(err.Error()))
-	return nil, &CallError{Server: ep.server.Name, Tool: t.OriginalName, Err: err,
-		Message: fmt.Sprintf("MCP tool '%s' on server '%s' failed", t.OriginalName, ep.server.Name)}
+	s.log.Warn("interceptor failed", "server", ep.server.Name, "tool", tool, "error", Redact(err.Error()))
+	return nil, &CallError{Server: ep.server.Name, Tool: tool, Err: err,
+		Message: fmt.Sprintf("MCP tool '%s' on server '%s' failed", tool, ep.server.Name)}
 }
 
 func (s *Snapshot) close() {
