@@ -1,0 +1,339 @@
+package taskstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Status sets as SQL lists. They must match pollable and terminal below.
+const (
+	pollableSQL = "('submitted', 'working', 'input_required')"
+	terminalSQL = "('completed', 'failed', 'cancelled')"
+)
+
+func pollable(status string) bool {
+	return status == "submitted" || status == "working" || status == "input_required"
+}
+
+func terminal(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
+}
+
+// taskColumns is the column list every SELECT and RETURNING reads, in the
+// order scanTask expects.
+const taskColumns = `id, user_id, thread_id, run_id, tool_call_id, server_name, driver_name,
+ remote_task_id, task_name, task_name_key,
+ status, result, result_preview, result_truncated, result_artifact, error, input_required, driver_data,
+ notification_status, event_fingerprint, event_version, notified_version, dispatch_version,
+ dispatch_attempt, dispatch_event, notification_run_id, notification_error, notification_attempt_count,
+ next_notification_at, notification_lease_owner, notification_lease_expires_at, notification_lease_token,
+ next_poll_at, last_polled_at, last_poll_error, poll_attempt_count, consecutive_poll_error_count,
+ lease_owner, lease_expires_at, lease_token,
+ cancel_requested_at, cancel_attempt_count, next_cancel_at, last_cancel_error,
+ completed_at, created_at, updated_at`
+
+// Claim statements: $1 owner, $2 lease expiry, $3 now, $4 limit.
+const (
+	claimDueWhere = "status IN " + pollableSQL + " AND cancel_requested_at IS NULL" +
+		" AND next_poll_at <= $3 AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
+	claimCancelWhere = "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL +
+		" AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
+)
+
+func claimDueSet(d dialect) string {
+	return "lease_owner = $1, lease_expires_at = $2, lease_token = " + d.tokenSQL() +
+		", poll_attempt_count = poll_attempt_count + 1, updated_at = $3"
+}
+
+func claimCancelSet(d dialect) string {
+	return "lease_owner = $1, lease_expires_at = $2, lease_token = " + d.tokenSQL() +
+		", cancel_attempt_count = cancel_attempt_count + 1, updated_at = $3"
+}
+
+// snapshotSet writes a Snapshot from $4…$10 (see snapshotArgs).
+const snapshotSet = "status = $4, result = $5, result_preview = $6, result_truncated = $7," +
+	" result_artifact = $8, error = $9, input_required = $10"
+
+const clearLease = "lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL"
+
+// Create inserts a task. A second task for the same user, server and remote
+// id is a *DuplicateError; any other constraint violation is returned as is.
+func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, error) {
+	if err := checkNewTask(nt); err != nil {
+		return Task{}, err
+	}
+	driverData := nt.DriverData
+	if driverData == nil {
+		driverData = []byte("{}")
+	}
+	next, completed := nt.NextPollAt, time.Time{}
+	if terminal(nt.Status) {
+		next, completed = time.Time{}, now
+	}
+	args := append([]any{nt.ID, nt.UserID, nt.ThreadID}, snapshotArgs(nt.Snapshot)...)
+	args = append(args, text(nt.RunID), text(nt.ToolCallID), nt.ServerName, nt.DriverName,
+		nt.RemoteTaskID, nt.TaskName, NameKey(nt.TaskName), string(driverData),
+		ms(next), ms(completed), ms(now))
+	row := s.write.QueryRowContext(ctx, `INSERT INTO mcp_tasks (id, user_id, thread_id,
+ status, result, result_preview, result_truncated, result_artifact, error, input_required,
+ run_id, tool_call_id, server_name, driver_name, remote_task_id, task_name, task_name_key, driver_data,
+ next_poll_at, completed_at, created_at, updated_at)
+ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21)
+ RETURNING `+taskColumns, args...)
+	t, err := scanTask(row)
+	if err != nil {
+		if s.d.isDuplicateRemote(err) {
+			return Task{}, &DuplicateError{ServerName: nt.ServerName, RemoteTaskID: nt.RemoteTaskID, Err: err}
+		}
+		return Task{}, fmt.Errorf("taskstore: create task %s: %w", nt.ID, err)
+	}
+	return t, nil
+}
+
+// checkNewTask refuses what the two engines would treat differently:
+// missing values and values wider than their column (Postgres enforces
+// VARCHAR widths, SQLite does not).
+func checkNewTask(nt NewTask) error {
+	if err := checkSchedule(nt.Status, nt.NextPollAt); err != nil {
+		return err
+	}
+	fields := []struct {
+		column   string
+		value    string
+		max      int
+		required bool
+	}{
+		{"id", nt.ID, 64, true},
+		{"user_id", nt.UserID, 64, true},
+		{"thread_id", nt.ThreadID, 64, true},
+		{"run_id", nt.RunID, 64, false},
+		{"tool_call_id", nt.ToolCallID, 128, false},
+		{"server_name", nt.ServerName, 128, true},
+		{"driver_name", nt.DriverName, 64, true},
+		{"remote_task_id", nt.RemoteTaskID, 255, true},
+		{"task_name", nt.TaskName, 255, true},
+	}
+	for _, f := range fields {
+		if f.required && f.value == "" {
+			return fmt.Errorf("taskstore: %s must not be empty", f.column)
+		}
+		if n := utf8.RuneCountInString(f.value); n > f.max {
+			return fmt.Errorf("taskstore: %s must not exceed %d characters (got %d)", f.column, f.max, n)
+		}
+	}
+	return nil
+}
+
+// checkSchedule refuses an unknown status and a pollable one without a next
+// poll time, which no claim would ever pick up again.
+func checkSchedule(status string, nextPollAt time.Time) error {
+	switch {
+	case terminal(status):
+		return nil
+	case !pollable(status):
+		return fmt.Errorf("taskstore: unknown task status %q", status)
+	case nextPollAt.IsZero():
+		return fmt.Errorf("taskstore: a %s task needs a next poll time", status)
+	}
+	return nil
+}
+
+// Get returns the task with this id if userID owns it, else ErrNotFound.
+func (s *Store) Get(ctx context.Context, id, userID string) (Task, error) {
+	row := s.read.QueryRowContext(ctx,
+		"SELECT "+taskColumns+" FROM mcp_tasks WHERE id = $1 AND user_id = $2", id, userID)
+	t, err := scanTask(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, ErrNotFound
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("taskstore: get task %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// ListByThread returns up to limit of the user's tasks in the thread, newest
+// first (created_at, then id, descending); activeOnly keeps pollable ones.
+func (s *Store) ListByThread(ctx context.Context, threadID, userID string, limit int, activeOnly bool) ([]Task, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("taskstore: list limit must be positive, got %d", limit)
+	}
+	q := "SELECT " + taskColumns + " FROM mcp_tasks WHERE thread_id = $1 AND user_id = $2"
+	if activeOnly {
+		q += " AND status IN " + pollableSQL
+	}
+	q += " ORDER BY created_at DESC, id DESC LIMIT $3"
+	rows, err := s.read.QueryContext(ctx, q, threadID, userID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("taskstore: list tasks: %w", err)
+	}
+	tasks, err := scanTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("taskstore: list tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+// ClaimDue leases up to limit pollable tasks whose next poll is due at now,
+// that have no cancellation request and no live lease (a lease expiring
+// before now is free again). Each claimed row gets owner, a lease until
+// now+lease and a fresh random LeaseToken, and counts a poll attempt. Rows
+// come back ordered by next_poll_at, then id.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
+	tasks, err := s.claim(ctx, s.claimQ, now, owner, lease, limit)
+	if err != nil {
+		return nil, fmt.Errorf("taskstore: claim due tasks: %w", err)
+	}
+	slices.SortFunc(tasks, func(a, b Task) int {
+		return cmp.Or(a.NextPollAt.Compare(b.NextPollAt), strings.Compare(a.ID, b.ID))
+	})
+	return tasks, nil
+}
+
+// ClaimCancelRequests leases up to limit non-terminal tasks with a pending
+// cancellation due at now and no live lease, counting a cancel attempt. Rows
+// come back ordered by next_cancel_at, then id.
+func (s *Store) ClaimCancelRequests(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
+	tasks, err := s.claim(ctx, s.cancQ, now, owner, lease, limit)
+	if err != nil {
+		return nil, fmt.Errorf("taskstore: claim cancel requests: %w", err)
+	}
+	slices.SortFunc(tasks, func(a, b Task) int {
+		return cmp.Or(a.NextCancelAt.Compare(b.NextCancelAt), strings.Compare(a.ID, b.ID))
+	})
+	return tasks, nil
+}
+
+func (s *Store) claim(ctx context.Context, query string, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
+	switch {
+	case owner == "" || utf8.RuneCountInString(owner) > 128:
+		return nil, fmt.Errorf("lease owner must have 1 to 128 characters, got %q", owner)
+	case lease < time.Millisecond:
+		return nil, fmt.Errorf("lease must be at least 1ms, got %v", lease)
+	case limit <= 0:
+		return nil, fmt.Errorf("limit must be positive, got %d", limit)
+	}
+	rows, err := s.write.QueryContext(ctx, query, owner, ms(now.Add(lease)), ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanTasks(rows)
+}
+
+// ApplySnapshot writes a poll result and releases the lease, but only while
+// owner still holds the lease with token, unexpired at polledAt (the time the
+// remote call completed), on a task that is neither terminal nor asked to
+// cancel. It reports false when fenced: the result is stale and was
+// discarded. A terminal snapshot sets completed_at and clears next_poll_at.
+func (s *Store) ApplySnapshot(ctx context.Context, id, owner, token string, snap Snapshot, nextPollAt, polledAt time.Time) (bool, error) {
+	if err := checkSchedule(snap.Status, nextPollAt); err != nil {
+		return false, fmt.Errorf("taskstore: apply snapshot to %s: %w", id, err)
+	}
+	completed := time.Time{}
+	if terminal(snap.Status) {
+		nextPollAt, completed = time.Time{}, polledAt
+	}
+	args := append([]any{id, owner, token}, snapshotArgs(snap)...)
+	args = append(args, ms(nextPollAt), ms(polledAt), ms(completed))
+	return s.update(ctx, "apply snapshot to "+id, `UPDATE mcp_tasks SET `+snapshotSet+`,
+ next_poll_at = $11, last_polled_at = $12, last_poll_error = NULL, consecutive_poll_error_count = 0,
+ completed_at = $13, updated_at = $12, `+clearLease+`
+ WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $12
+ AND status NOT IN `+terminalSQL+` AND cancel_requested_at IS NULL`, args...)
+}
+
+// ReleaseClaim gives back a poll lease after a failed poll: it schedules the
+// next poll, records errText and counts a consecutive error. It reports false
+// when owner no longer holds the lease with token.
+func (s *Store) ReleaseClaim(ctx context.Context, id, owner, token string, nextPollAt time.Time, errText string, at time.Time) (bool, error) {
+	if nextPollAt.IsZero() {
+		return false, fmt.Errorf("taskstore: release claim on %s: next poll time is required", id)
+	}
+	return s.update(ctx, "release claim on "+id, `UPDATE mcp_tasks SET next_poll_at = $4, last_poll_error = $5,
+ consecutive_poll_error_count = consecutive_poll_error_count + 1, updated_at = $6, `+clearLease+`
+ WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
+		id, owner, token, ms(nextPollAt), text(errText), ms(at))
+}
+
+// RequestCancel records the user's cancellation of a task in the thread and
+// returns the task, or ErrNotFound. The first request on a non-terminal task
+// sets cancel_requested_at and next_cancel_at and clears the poll lease, so an
+// in-flight poll can no longer write; a repeated request (or one on a
+// terminal task) changes nothing, preserving an active cancel lease.
+func (s *Store) RequestCancel(ctx context.Context, id, userID, threadID string, at time.Time) (Task, error) {
+	row := s.write.QueryRowContext(ctx, `UPDATE mcp_tasks SET cancel_requested_at = $4,
+ next_cancel_at = COALESCE(next_cancel_at, $4), updated_at = $4, `+clearLease+`
+ WHERE id = $1 AND user_id = $2 AND thread_id = $3
+ AND cancel_requested_at IS NULL AND status NOT IN `+terminalSQL+`
+ RETURNING `+taskColumns, id, userID, threadID, ms(at))
+	t, err := scanTask(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		row = s.write.QueryRowContext(ctx, "SELECT "+taskColumns+
+			" FROM mcp_tasks WHERE id = $1 AND user_id = $2 AND thread_id = $3", id, userID, threadID)
+		t, err = scanTask(row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Task{}, ErrNotFound
+		}
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("taskstore: request cancel of %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// ApplyCancelSnapshot writes the remote answer to a cancellation (which must
+// be terminal, else ErrNotTerminal) and ends all scheduling, but only while
+// owner holds the cancel lease with token, unexpired at completedAt, on a
+// task not yet terminal. It reports false when fenced.
+func (s *Store) ApplyCancelSnapshot(ctx context.Context, id, owner, token string, snap Snapshot, completedAt time.Time) (bool, error) {
+	if !terminal(snap.Status) {
+		return false, fmt.Errorf("taskstore: apply cancel snapshot to %s (status %q): %w", id, snap.Status, ErrNotTerminal)
+	}
+	args := append([]any{id, owner, token}, snapshotArgs(snap)...)
+	args = append(args, ms(completedAt))
+	return s.update(ctx, "apply cancel snapshot to "+id, `UPDATE mcp_tasks SET `+snapshotSet+`,
+ next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
+ completed_at = $11, updated_at = $11, `+clearLease+`
+ WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $11
+ AND status NOT IN `+terminalSQL, args...)
+}
+
+// ReleaseCancelClaim gives back a cancel lease: it schedules the next attempt
+// and records errText; an empty errText (a routine release) keeps the previous
+// last_cancel_error. It reports false when owner no longer holds the lease
+// with token.
+func (s *Store) ReleaseCancelClaim(ctx context.Context, id, owner, token string, nextCancelAt time.Time, errText string, at time.Time) (bool, error) {
+	if nextCancelAt.IsZero() {
+		return false, fmt.Errorf("taskstore: release cancel claim on %s: next cancel time is required", id)
+	}
+	return s.update(ctx, "release cancel claim on "+id, `UPDATE mcp_tasks SET next_cancel_at = $4,
+ last_cancel_error = COALESCE($5, last_cancel_error), updated_at = $6, `+clearLease+`
+ WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
+		id, owner, token, ms(nextCancelAt), text(errText), ms(at))
+}
+
+// update runs a fenced single-row UPDATE and reports whether it matched.
+func (s *Store) update(ctx context.Context, what, query string, args ...any) (bool, error) {
+	res, err := s.write.ExecContext(ctx, query, args...)
+	if err != nil {
+		return false, fmt.Errorf("taskstore: %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("taskstore: %s: %w", what, err)
+	}
+	return n == 1, nil
+}
+
+// snapshotArgs are the values of snapshotSet's $4…$10.
+func snapshotArgs(s Snapshot) []any {
+	return []any{s.Status, jsonText(s.Result), text(s.ResultPreview), s.ResultTruncated,
+		jsonText(s.ResultArtifact), text(s.Error), jsonText(s.InputRequired)}
+}
