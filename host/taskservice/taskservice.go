@@ -1,0 +1,334 @@
+// Package taskservice runs durable MCP tasks: it submits them through a
+// driver and persists the remote handle, then, outside any agent request,
+// claims due tasks under a lease, asks the driver for their status and writes
+// the answer back only while the lease is still held. It is DeerFlow's
+// McpTaskService over the stores in host/taskstore.
+package taskservice
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/taskstore"
+)
+
+// ErrNotRunning is returned by Cancel while no worker runs: a cancel is never
+// acknowledged without something to carry it out.
+var ErrNotRunning = errors.New("the MCP task runtime is not running")
+
+// compensationTimeout bounds the best-effort remote cancel after a failed submit.
+const compensationTimeout = 30 * time.Second
+
+// Options configure a Service.
+type Options struct {
+	Store   *taskstore.Store
+	Drivers *task.Registry
+	Config  task.Config
+	Logger  *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+	// Owner names this process in leases (default "<hostname>:<random>").
+	Owner string
+}
+
+// Service is safe for concurrent use.
+type Service struct {
+	store   *taskstore.Store
+	drivers *task.Registry
+	cfg     task.Config
+	log     *slog.Logger
+	now     func() time.Time
+	owner   string
+
+	running atomic.Bool
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// New returns a service; Start runs its loop.
+func New(opts Options) *Service {
+	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.owner == "" {
+		host, _ := os.Hostname()
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		s.owner = host + ":" + hex.EncodeToString(b[:])
+	}
+	return s
+}
+
+// Owner is this service's lease owner id.
+func (s *Service) Owner() string { return s.owner }
+
+// Running reports whether the background loop runs.
+func (s *Service) Running() bool { return s.running.Load() }
+
+// Start runs the loop: a first pass at once (expired leases recover at
+// start-up), then one every poll interval until Stop.
+func (s *Service) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	s.running.Store(true)
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.cfg.PollInterval())
+		defer t.Stop()
+		for {
+			if err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("MCP task poll failed; retrying next interval", "error", err.Error())
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Stop ends the loop and cancels in-flight remote calls (a hung status call
+// cannot block shutdown; its lease simply expires).
+func (s *Service) Stop() {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel = nil
+	s.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	s.running.Store(false)
+	cancel()
+	<-done
+}
+
+// Submit submits through the driver and persists the task. If persisting
+// fails for any reason but a duplicate handle, the remote task is cancelled
+// (best effort) so nothing runs untracked.
+func (s *Service) Submit(ctx context.Context, driverName string, req task.SubmitRequest) (taskstore.Task, error) {
+	drv, err := s.drivers.Get(driverName)
+	if err != nil {
+		return taskstore.Task{}, err
+	}
+	if req.LocalTaskID == "" {
+		req.LocalTaskID = task.LocalID()
+	}
+	if err := req.Validate(); err != nil {
+		return taskstore.Task{}, err
+	}
+	sub, err := drv.Submit(ctx, req)
+	if err != nil {
+		return taskstore.Task{}, err
+	}
+	data := map[string]string{}
+	for k, v := range req.DriverData {
+		data[k] = v
+	}
+	for k, v := range sub.DriverData {
+		data[k] = v
+	}
+	row, err := s.persist(ctx, driverName, req, sub, data)
+	if err == nil {
+		return row, nil
+	}
+	var dup *taskstore.DuplicateError
+	if !errors.As(err, &dup) && sub.RemoteTaskID != "" {
+		s.compensate(drv, task.Reference{LocalTaskID: req.LocalTaskID, UserID: req.UserID, ThreadID: req.ThreadID,
+			ServerName: req.ServerName, RemoteTaskID: sub.RemoteTaskID, DriverData: data})
+	}
+	return taskstore.Task{}, err
+}
+
+func (s *Service) persist(ctx context.Context, driverName string, req task.SubmitRequest, sub task.Submission, data map[string]string) (taskstore.Task, error) {
+	if err := task.CheckRemoteTaskID(sub.RemoteTaskID); err != nil {
+		return taskstore.Task{}, err
+	}
+	snap, err := task.Normalize(sub.Snapshot, s.cfg)
+	if err != nil {
+		return taskstore.Task{}, err
+	}
+	now := s.now()
+	raw, _ := json.Marshal(data)
+	nt := taskstore.NewTask{
+		ID: req.LocalTaskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
+		ServerName: req.ServerName, DriverName: driverName, RemoteTaskID: sub.RemoteTaskID, TaskName: req.TaskName,
+		Snapshot: toStore(snap), DriverData: raw,
+	}
+	if next := task.NextPollAt(now, snap, s.cfg); next != nil {
+		nt.NextPollAt = *next
+	}
+	return s.store.Create(ctx, nt, now)
+}
+
+func (s *Service) compensate(drv task.Driver, ref task.Reference) {
+	ctx, cancel := context.WithTimeout(context.Background(), compensationTimeout)
+	defer cancel()
+	if _, err := drv.Cancel(ctx, ref); err != nil {
+		s.log.Warn("compensating cancel of an untracked MCP task failed", "server", ref.ServerName, "error", err.Error())
+		return
+	}
+	s.log.Info("cancelled an MCP task that could not be persisted", "server", ref.ServerName)
+}
+
+// RunOnce runs one pass: due cancellations, then due polls (concurrently,
+// each task isolated from the others).
+func (s *Service) RunOnce(ctx context.Context) error {
+	cerr := s.runCancellations(ctx)
+	perr := s.runPolls(ctx)
+	return errors.Join(cerr, perr)
+}
+
+func (s *Service) runPolls(ctx context.Context) error {
+	rows, err := s.store.ClaimDue(ctx, s.now(), s.owner, s.cfg.Lease(), s.cfg.MaxConcurrentPolls)
+	if err != nil {
+		return fmt.Errorf("claim due MCP tasks: %w", err)
+	}
+	var wg sync.WaitGroup
+	for _, row := range rows {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "panic", fmt.Sprint(r))
+				}
+			}()
+			if err := s.pollOne(ctx, row); err != nil && ctx.Err() == nil {
+				s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "error", err.Error())
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
+	drv, err := s.drivers.Get(row.DriverName)
+	if err != nil {
+		at := s.now()
+		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
+		return rerr
+	}
+	snap, err := drv.Status(ctx, reference(row))
+	polledAt := s.now() // the remote call's completion, not the scan
+	if err == nil {
+		snap, err = task.Normalize(snap, s.cfg)
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil // shutting down: the lease expires and another pass retries
+	case err != nil && task.IsPermanent(err):
+		snap = task.FailedSnapshot(err.Error())
+	case err != nil:
+		next := polledAt.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg))
+		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, next, task.Truncate(err.Error(), task.MaxErrorChars), polledAt)
+		return rerr
+	}
+	var next time.Time
+	if n := task.NextPollAt(polledAt, snap, s.cfg); n != nil {
+		next = *n
+	}
+	ok, err := s.store.ApplySnapshot(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), next, polledAt)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s.log.Warn("Discarded MCP task poll result after lease ownership changed or expired", "task_id", row.ID)
+	}
+	return nil
+}
+
+func (s *Service) runCancellations(ctx context.Context) error {
+	rows, err := s.store.ClaimCancelRequests(ctx, s.now(), s.owner, s.cfg.Lease(), s.cfg.MaxConcurrentPolls)
+	if err != nil {
+		return fmt.Errorf("claim MCP task cancellations: %w", err)
+	}
+	var wg sync.WaitGroup
+	for _, row := range rows {
+		wg.Go(func() {
+			if err := s.cancelOne(ctx, row); err != nil && ctx.Err() == nil {
+				s.log.Error("MCP task cancellation failed", "task_id", row.ID, "error", err.Error())
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
+	var snap task.Snapshot
+	drv, err := s.drivers.Get(row.DriverName)
+	if err == nil {
+		snap, err = drv.Cancel(ctx, reference(row))
+	}
+	if err == nil {
+		snap, err = task.Normalize(snap, s.cfg)
+	}
+	if err == nil && !snap.Status.IsTerminal() {
+		err = task.NewProtocolError("MCP task cancellation must return a terminal status")
+	}
+	at := s.now() // backoff starts when the remote attempt ends
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		next := at.Add(task.CancelBackoff(row.CancelAttemptCount, s.cfg))
+		_, rerr := s.store.ReleaseCancelClaim(ctx, row.ID, s.owner, row.LeaseToken, next, task.Truncate(err.Error(), task.MaxErrorChars), at)
+		return rerr
+	}
+	ok, err := s.store.ApplyCancelSnapshot(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), at)
+	if err == nil && !ok {
+		s.log.Warn("Discarded MCP task cancellation result after lease ownership changed or expired", "task_id", row.ID)
+	}
+	return err
+}
+
+// Cancel records a cancel request for the caller's own task; the first
+// request fences any poll in flight. It returns once the request is durable,
+// and refuses while no worker runs.
+func (s *Service) Cancel(ctx context.Context, id, userID, threadID string) (taskstore.Task, error) {
+	if !s.Running() {
+		return taskstore.Task{}, ErrNotRunning
+	}
+	return s.store.RequestCancel(ctx, id, userID, threadID, s.now())
+}
+
+// reference is the driver's view of a stored task.
+func reference(row taskstore.Task) task.Reference {
+	data := map[string]string{}
+	_ = json.Unmarshal(row.DriverData, &data)
+	return task.Reference{LocalTaskID: row.ID, UserID: row.UserID, ThreadID: row.ThreadID,
+		ServerName: row.ServerName, RemoteTaskID: row.RemoteTaskID, DriverData: data}
+}
+
+// toStore converts a normalised snapshot to the store's columns.
+func toStore(s task.Snapshot) taskstore.Snapshot {
+	out := taskstore.Snapshot{Status: string(s.Status), Result: s.Result, ResultTruncated: s.ResultTruncated,
+		Error: s.Error, InputRequired: s.InputRequired}
+	if s.ResultPreview != nil {
+		out.ResultPreview = *s.ResultPreview
+	}
+	if s.ResultArtifact != nil {
+		out.ResultArtifact, _ = json.Marshal(s.ResultArtifact)
+	}
+	return out
+}

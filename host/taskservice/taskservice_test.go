@@ -1,0 +1,227 @@
+package taskservice_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/taskservice"
+	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/internal/testmcp"
+)
+
+var reportsBin struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// buildReports builds the reports example server once per test process.
+func buildReports(t *testing.T) string {
+	t.Helper()
+	reportsBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "antler-reports-")
+		if err != nil {
+			reportsBin.err = err
+			return
+		}
+		reportsBin.path = filepath.Join(dir, "reports")
+		cmd := exec.Command("go", "build", "-o", reportsBin.path, "./examples/mcpserver/reports")
+		cmd.Dir = testmcp.RepoRoot(t)
+		reportsBin.out, reportsBin.err = cmd.CombinedOutput()
+	})
+	if reportsBin.err != nil {
+		t.Fatalf("build reports: %v\n%s", reportsBin.err, reportsBin.out)
+	}
+	return reportsBin.path
+}
+
+// rig is a service over a real SQLite store and the real reports server
+// (stdio, pooled per thread) reached through the tool cache.
+type rig struct {
+	t     *testing.T
+	svc   *taskservice.Service
+	store *taskstore.Store
+	cache *toolcache.Cache
+}
+
+func newRig(t *testing.T, cfg task.Config) *rig {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, buildReports(t))
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var drivers task.Registry
+	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
+		t.Fatal(err)
+	}
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
+	t.Cleanup(svc.Stop)
+	return &rig{t: t, svc: svc, store: store, cache: cache}
+}
+
+func fastConfig() task.Config {
+	cfg := task.DefaultConfig()
+	cfg.Enabled = true
+	cfg.PollIntervalSeconds = 1
+	return cfg
+}
+
+func (r *rig) submit(args string) taskstore.Task {
+	r.t.Helper()
+	row, err := r.svc.Submit(context.Background(), ordinary.Name, task.SubmitRequest{
+		UserID: "alice", ThreadID: "t1", ServerName: "reports", TaskName: "Q3 report",
+		Arguments:  json.RawMessage(args),
+		DriverData: ordinary.DriverData("submit_report", "get_report_status", "cancel_report"),
+	})
+	if err != nil {
+		r.t.Fatalf("submit: %v", err)
+	}
+	return row
+}
+
+// pollUntil runs passes (the clock moved past next_poll_at) until the task
+// reaches status or the deadline passes.
+func (r *rig) pollUntil(id, status string) taskstore.Task {
+	r.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := r.svc.RunOnce(context.Background()); err != nil {
+			r.t.Fatal(err)
+		}
+		row, err := r.store.Get(context.Background(), id, "alice")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if row.Status == status {
+			return row
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("task %s is %s (last error %q), want %s", id, row.Status, row.LastPollError, status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stats asks the reports server how often it was called.
+func (r *rig) stats() (status, cancel int) {
+	r.t.Helper()
+	snap, err := r.cache.Snapshot(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "alice", "t1", nil, false)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var res struct {
+		StructuredContent struct {
+			StatusCalls int `json:"status_calls"`
+			CancelCalls int `json:"cancel_calls"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		r.t.Fatal(err)
+	}
+	return res.StructuredContent.StatusCalls, res.StructuredContent.CancelCalls
+}
+
+func TestSubmittedReportCompletes(t *testing.T) {
+	r := newRig(t, fastConfig())
+	row := r.submit(`{"topic": "revenue", "delay_ms": 300}`)
+	if row.Status != "submitted" || row.RemoteTaskID == "" {
+		t.Fatalf("after submit: %+v", row.Snapshot)
+	}
+	done := r.pollUntil(row.ID, "completed")
+	if len(done.Result) == 0 || done.CompletedAt.IsZero() || !done.NextPollAt.IsZero() {
+		t.Errorf("completed task: result %s, completed_at %v, next_poll_at %v", done.Result, done.CompletedAt, done.NextPollAt)
+	}
+}
+
+func TestPermanentAndRetryableFailures(t *testing.T) {
+	r := newRig(t, fastConfig())
+	gone := r.submit(`{"topic": "x", "not_found": true}`)
+	row := r.pollUntil(gone.ID, "failed")
+	if row.Error == "" {
+		t.Error("a task_not_found task failed without an error")
+	}
+	flaky := r.submit(`{"topic": "x", "delay_ms": 0, "status_errors": 2}`)
+	row = r.pollUntil(flaky.ID, "completed")
+	if row.PollAttemptCount < 3 {
+		t.Errorf("poll attempts %d: the isError answers were not retried", row.PollAttemptCount)
+	}
+}
+
+func TestCancelTwiceCancelsOnceRemotely(t *testing.T) {
+	r := newRig(t, fastConfig())
+	if _, err := r.svc.Cancel(context.Background(), "mcp-task-x", "alice", "t1"); err != taskservice.ErrNotRunning {
+		t.Fatalf("cancel without a worker: %v, want ErrNotRunning", err)
+	}
+	r.svc.Start()
+	row := r.submit(`{"topic": "x", "delay_ms": 60000}`)
+	for range 2 {
+		if _, err := r.svc.Cancel(context.Background(), row.ID, "alice", "t1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := r.store.Get(context.Background(), row.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == "cancelled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %s, want cancelled", got.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, cancels := r.stats(); cancels != 1 {
+		t.Errorf("remote cancel calls = %d, want 1", cancels)
+	}
+	if _, err := r.svc.Cancel(context.Background(), row.ID, "bob", "t1"); err == nil {
+		t.Error("another user cancelled alice's task")
+	}
+}
+
+func TestSlowStatusPastTheLeaseIsDiscarded(t *testing.T) {
+	cfg := fastConfig()
+	cfg.LeaseSeconds = 1 // below the settings' range on purpose: the lease must expire mid-call
+	r := newRig(t, cfg)
+	row := r.submit(`{"topic": "x", "delay_ms": 0, "slow_status_ms": 1600}`)
+	time.Sleep(1100 * time.Millisecond) // the first poll is due one interval after submit
+	if err := r.svc.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.store.Get(context.Background(), row.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "submitted" {
+		t.Errorf("a status answer that arrived after the lease expired was written: %s", got.Status)
+	}
+	if statuses, _ := r.stats(); statuses != 1 {
+		t.Errorf("status calls = %d, want 1", statuses)
+	}
+}
