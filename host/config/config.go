@@ -250,10 +250,10 @@ type ContextHeaders struct {
 
 // TaskToolset binds a server's raw submit/status/cancel tools into a durable task.
 type TaskToolset struct {
-	Name       string
-	SubmitTool string
-	StatusTool string
-	CancelTool string
+	Name       string `json:"name"`
+	SubmitTool string `json:"submit_tool"`
+	StatusTool string `json:"status_tool"`
+	CancelTool string `json:"cancel_tool"`
 }
 
 // IsStdio reports whether the server runs as a child process.

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -550,7 +552,21 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			st.ProtocolVersion = r.conn.ProtocolVersion()
 		}
 		snap.endpoints[srv.Name] = ep
+		roles, missing := taskRoles(srv, r.tools)
+		if len(missing) > 0 {
+			st.State = StateFailed
+			st.Error = fmt.Sprintf("MCP server '%s' task_toolsets reference missing raw tool(s): %s", srv.Name, strings.Join(missing, ", "))
+			log.Warn("MCP server misconfigured", "server", srv.Name, "error", st.Error)
+			ep.close()
+			delete(snap.endpoints, srv.Name)
+			snap.Servers = append(snap.Servers, st)
+			continue
+		}
 		for _, ut := range r.tools {
+			role, bound := roles[ut.Name]
+			if bound && role.role != "submit" {
+				continue // status and cancel tools are the runtime's, not the agent's
+			}
 			name := srv.ExposedName(ut.Name)
 			if !validToolName.MatchString(name) {
 				st.InvalidNames++
@@ -577,6 +593,16 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			if r := srv.EffectiveRouting(ut.Name); r.Mode != config.RoutingOff {
 				t.Routing = &r
 			}
+			if bound {
+				ts := role.toolset
+				t.TaskToolset = &ts
+				contract := fmt.Sprintf("Submitted as durable background task '%s'; returns an Antler task ID immediately and status polling is handled automatically.", ts.Name)
+				if t.Description == "" {
+					t.Description = contract
+				} else {
+					t.Description += "\n\n" + contract
+				}
+			}
 			snap.byName[name] = len(snap.Tools)
 			snap.Tools = append(snap.Tools, t)
 			st.Tools++
@@ -584,6 +610,32 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		snap.Servers = append(snap.Servers, st)
 	}
 	return snap
+}
+
+type taskRole struct {
+	toolset config.TaskToolset
+	role    string // submit, status or cancel
+}
+
+// taskRoles maps a server's raw tool names to their task_toolsets roles and
+// lists the referenced names the server does not have.
+func taskRoles(srv *config.Server, tools []upstream.Tool) (map[string]taskRole, []string) {
+	have := map[string]bool{}
+	for _, t := range tools {
+		have[t.Name] = true
+	}
+	roles := map[string]taskRole{}
+	var missing []string
+	for _, ts := range srv.TaskToolsets {
+		for role, name := range map[string]string{"submit": ts.SubmitTool, "status": ts.StatusTool, "cancel": ts.CancelTool} {
+			roles[name] = taskRole{toolset: ts, role: role}
+			if !have[name] {
+				missing = append(missing, name)
+			}
+		}
+	}
+	sort.Strings(missing)
+	return roles, missing
 }
 
 func keys(p config.Pairs) []string {

@@ -424,3 +424,34 @@ func TestProtocolVersionPinning(t *testing.T) {
 		t.Errorf("unpinned negotiated %q, want the newest both speak", st.ProtocolVersion)
 	}
 }
+
+func TestTaskToolsetsHideStatusAndCancelAndMarkSubmit(t *testing.T) {
+	bin := testmcp.Build(t)
+	b := newBundle(t, doc(
+		`"jobs": `+stdio(bin, `"task_toolsets": [{"name": "job", "submit_tool": "echo", "status_tool": "add", "cancel_tool": "fail"}]`),
+		`"broken": `+stdio(bin, `"task_toolsets": [{"name": "x", "submit_tool": "echo", "status_tool": "nope", "cancel_tool": "gone"}]`),
+	))
+	s := b.snap()
+	for _, hidden := range []string{"jobs_add", "jobs_fail"} {
+		if _, ok := s.Tool(hidden); ok {
+			t.Errorf("%s is listed; status and cancel tools belong to the task runtime", hidden)
+		}
+	}
+	submit, ok := s.Tool("jobs_echo")
+	if !ok || submit.TaskToolset == nil || submit.TaskToolset.Name != "job" {
+		t.Fatalf("jobs_echo = %+v, want it marked as the job toolset's submit tool", submit)
+	}
+	if !strings.Contains(submit.Description, "Submitted as durable background task 'job'") {
+		t.Errorf("description %q lacks the contract sentence", submit.Description)
+	}
+	if _, ok := s.Tool("jobs_whoami"); !ok {
+		t.Error("an unbound tool of a task server was hidden")
+	}
+	st := status(t, s, "broken")
+	if st.State != toolcache.StateFailed || st.Error != "MCP server 'broken' task_toolsets reference missing raw tool(s): gone, nope" {
+		t.Errorf("broken: %+v", st)
+	}
+	if _, ok := s.Tool("broken_echo"); ok {
+		t.Error("a server with a broken task binding still serves tools")
+	}
+}

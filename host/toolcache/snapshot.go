@@ -37,6 +37,9 @@ type Tool struct {
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Routing is the tool's effective routing, present when its mode is not "off".
 	Routing *config.Routing `json:"routing,omitempty"`
+	// TaskToolset is set on a durable task's submit tool: calling it submits
+	// a background task and returns its local id.
+	TaskToolset *config.TaskToolset `json:"task_toolset,omitempty"`
 }
 
 // Server states reported on /api/mcp/servers.
