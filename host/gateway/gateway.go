@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/antler-mcp/antler/host/principal"
+	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
@@ -31,6 +32,8 @@ type Options struct {
 	Cache  *toolcache.Cache
 	Auth   *principal.Authenticator
 	Logger *slog.Logger
+	// Tasks is the durable task runtime (nil when mcp_tasks is off).
+	Tasks *taskservice.Service
 }
 
 // Server is the gateway.
@@ -39,6 +42,7 @@ type Server struct {
 	cache *toolcache.Cache
 	auth  *principal.Authenticator
 	log   *slog.Logger
+	tasks *taskservice.Service
 }
 
 // New builds the gateway's routes and middleware.
@@ -47,7 +51,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log}
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.
@@ -65,6 +69,9 @@ func New(opts Options) *Server {
 	api.GET("/mcp/servers", s.servers)
 	api.POST("/mcp/cache/reset", s.resetCache, adminOnly)
 	api.GET("/mcp/config", s.getConfig, configAdmin)
+	api.GET("/threads/:thread_id/mcp-tasks", s.listTasks)
+	api.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
+	api.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
 	return s
 }
 

@@ -28,9 +28,9 @@ func (s *Server) listTools(c echo.Context) error {
 	if snap == nil {
 		return err
 	}
-	tools := snap.Tools
-	if tools == nil {
-		tools = []toolcache.Tool{}
+	tools := append([]toolcache.Tool{}, snap.Tools...)
+	if s.tasks != nil && s.tasks.Running() {
+		tools = append(tools, hostTools()...)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"tools": tools})
 }
@@ -57,12 +57,19 @@ func (s *Server) callTool(c echo.Context) error {
 	if err != nil {
 		return fail(c, http.StatusBadRequest, "%s", err.Error())
 	}
+	if (name == ToolListTasks || name == ToolCancelTask) && s.tasks != nil {
+		return s.callHostTool(c, name, req)
+	}
 	snap, err := s.snapshot(c)
 	if snap == nil {
 		return err
 	}
-	if _, ok := snap.Tool(name); !ok {
+	tool, ok := snap.Tool(name)
+	if !ok {
 		return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
+	}
+	if tool.TaskToolset != nil {
+		return s.submitTask(c, tool, req)
 	}
 	raw, err := snap.Invoke(c.Request().Context(), toolcache.CallRequest{
 		Name:      name,

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,4 +332,69 @@ func toStore(s task.Snapshot) taskstore.Snapshot {
 		out.ResultArtifact, _ = json.Marshal(s.ResultArtifact)
 	}
 	return out
+}
+
+// List returns the caller's tasks in a thread, newest first.
+func (s *Service) List(ctx context.Context, threadID, userID string, limit int, activeOnly bool) ([]taskstore.Task, error) {
+	return s.store.ListByThread(ctx, threadID, userID, limit, activeOnly)
+}
+
+// Get returns one of the caller's tasks (taskstore.ErrNotFound otherwise,
+// also for another thread's task).
+func (s *Service) Get(ctx context.Context, id, userID, threadID string) (taskstore.Task, error) {
+	row, err := s.store.Get(ctx, id, userID)
+	if err == nil && row.ThreadID != threadID {
+		return taskstore.Task{}, taskstore.ErrNotFound
+	}
+	return row, err
+}
+
+// Errors of CancelMatching, with DeerFlow's messages.
+var (
+	ErrNoMatch = errors.New("No active background task matches this request")
+	ErrGone    = errors.New("The selected background task no longer exists")
+)
+
+// AmbiguousError lists the active tasks a name matched.
+type AmbiguousError struct{ Names []string }
+
+func (e *AmbiguousError) Error() string {
+	names := e.Names
+	if len(names) > 5 {
+		names = names[:5]
+	}
+	return "More than one active background task matches; specify one task name: " + strings.Join(names, ", ")
+}
+
+// CancelMatching cancels the caller's active task in the thread named by
+// name: an exact task id, or a task name compared trimmed and case-folded;
+// with no name, the only active task.
+func (s *Service) CancelMatching(ctx context.Context, threadID, userID, name string) (taskstore.Task, error) {
+	active, err := s.store.ListByThread(ctx, threadID, userID, 100, true)
+	if err != nil {
+		return taskstore.Task{}, err
+	}
+	var matches []taskstore.Task
+	key := taskstore.NameKey(name)
+	for _, t := range active {
+		if name == "" || t.ID == name || t.TaskNameKey == key {
+			matches = append(matches, t)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return taskstore.Task{}, ErrNoMatch
+	case 1:
+	default:
+		names := make([]string, len(matches))
+		for i, m := range matches {
+			names[i] = m.TaskName
+		}
+		return taskstore.Task{}, &AmbiguousError{Names: names}
+	}
+	row, err := s.Cancel(ctx, matches[0].ID, userID, threadID)
+	if errors.Is(err, taskstore.ErrNotFound) {
+		return taskstore.Task{}, ErrGone
+	}
+	return row, err
 }

@@ -14,10 +14,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/taskservice"
+	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
@@ -99,12 +104,19 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	tasks, closeTasks, err := startTasks(ctx, st, cache, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer closeTasks()
+
 	ln, err := net.Listen("tcp", st.Listen)
 	if err != nil {
 		fmt.Fprintln(stderr, "error: listen:", err)
 		return 1
 	}
-	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log})
+	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks})
 	dataAbs, _ := filepath.Abs(st.DataDir)
 	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
 	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())
@@ -152,4 +164,48 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// startTasks opens the task store and starts the durable task runtime when
+// mcp_tasks is enabled. Task toolsets configured while it is off are an error:
+// their submit tools would otherwise run as plain synchronous calls.
+func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, log *slog.Logger) (*taskservice.Service, func(), error) {
+	var taskServers []string
+	if path, err := cache.ConfigPath(); err == nil && path != "" {
+		if ext, _, err := config.Load(path, envvar.OS); err == nil {
+			for _, srv := range ext.Enabled() {
+				if len(srv.TaskToolsets) > 0 {
+					taskServers = append(taskServers, srv.Name)
+				}
+			}
+		}
+	}
+	if !st.MCPTasks.Enabled {
+		if len(taskServers) > 0 {
+			return nil, nil, fmt.Errorf("MCP task_toolsets are configured (server %s), so mcp_tasks.enabled=true is required in the settings; Antler will not silently expose these tools as synchronous calls", strings.Join(taskServers, ", "))
+		}
+		return nil, func() {}, nil
+	}
+	dsn := st.Database
+	if dsn == "" {
+		dsn = filepath.Join(st.DataDir, "antler.db")
+	}
+	store, err := taskstore.Open(ctx, dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("task store: %w", err)
+	}
+	var drivers task.Registry
+	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log})
+	svc.Start()
+	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner())
+	return svc, func() { svc.Stop(); store.Close() }, nil
+}
+
+// redactDSN drops a database URL's password for the log.
+func redactDSN(dsn string) string {
+	return toolcache.Redact(dsn)
 }
