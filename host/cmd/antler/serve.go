@@ -148,6 +148,17 @@ func printTryIt(w io.Writer, addr string, snap *toolcache.Snapshot, open bool) {
 		}
 		fmt.Fprintf(w, "  Call one:\n    curl -s%s -X POST http://%s/api/mcp/tools/%s/call -H 'Content-Type: application/json' -d '{\"arguments\":%s}'\n\n", auth, addr, name, args)
 	}
+	for _, t := range snap.Tools {
+		if t.TaskToolset != nil {
+			args := `{}` // see the tool's input_schema
+			if strings.Contains(string(t.InputSchema), `"topic"`) {
+				args = `{"topic":"quarterly revenue"}` // the quick start's reports server
+			}
+			fmt.Fprintf(w, "  Start a durable background task (%s), then follow it:\n    curl -s%s -X POST http://%s/api/mcp/tools/%s/call -H 'Content-Type: application/json' -d '{\"arguments\":%s}'\n    curl -s%s http://%s/api/threads/default/mcp-tasks\n\n",
+				t.TaskToolset.Name, auth, addr, t.Name, args, auth, addr)
+			break
+		}
+	}
 	fmt.Fprintf(w, "  Server status:\n    curl -s%s http://%s/api/mcp/servers\n\n", auth, addr)
 }
 
