@@ -173,7 +173,7 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 		problems = append(problems, err.Error())
 	}
 	if v, name, isRef := envvar.Resolve(s.MCPTasks.Notifications.WebhookSecret, lookup); isRef {
-		if v == "" {
+		if v == "" && s.MCPTasks.Notifications.WebhookURL != "" {
 			problems = append(problems, fmt.Sprintf("mcp_tasks.notifications.webhook_secret: $%s is unset or empty", name))
 		}
 		s.MCPTasks.Notifications.WebhookSecret = v
