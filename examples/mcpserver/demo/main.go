@@ -24,9 +24,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/antler-mcp/antler/examples/internal/mcpserve"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -44,15 +44,11 @@ import (
 // serverVersion is the version advertised in serverInfo.
 const serverVersion = "0.1.0"
 
-// shutdownGrace bounds graceful HTTP shutdown. It stays below the five
-// seconds test harnesses wait after SIGTERM before killing the process.
-const shutdownGrace = 3 * time.Second
-
 // Transport names accepted by -transport.
 const (
-	transportStdio = "stdio"
-	transportHTTP  = "http"
-	transportSSE   = "sse"
+	transportStdio = mcpserve.Stdio
+	transportHTTP  = mcpserve.HTTP
+	transportSSE   = mcpserve.SSE
 )
 
 // schemaProbeInputSchema is served verbatim as the input schema of the
@@ -142,10 +138,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 // ctx is cancelled or, for stdio, stdin is closed.
 func run(ctx context.Context, cfg config, stdin io.Reader, stdout io.Writer, logger *log.Logger) error {
 	srv := newServer(cfg)
-	if cfg.transport == transportStdio {
-		return serveStdio(ctx, srv, stdin, stdout, logger)
-	}
-	return serveHTTP(ctx, cfg, srv, stdout, logger)
+	return mcpserve.Serve(ctx, srv, mcpserve.Options{Transport: cfg.transport, Listen: cfg.listen,
+		Stdin: stdin, Stdout: stdout, Logger: logger, HTTPContext: withRequestHeaders})
 }
 
 // newServer creates the MCP server with every demo tool registered.
@@ -458,84 +452,4 @@ func handleWriteFile(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolR
 		return mcp.NewToolResultError(fmt.Sprintf("write %s: %v", abs, err)), nil
 	}
 	return mcp.NewToolResultText(abs), nil
-}
-
-// serveStdio serves srv over stdin/stdout until stdin reaches EOF or ctx is
-// cancelled.
-func serveStdio(ctx context.Context, srv *server.MCPServer, stdin io.Reader, stdout io.Writer, logger *log.Logger) error {
-	stdio := server.NewStdioServer(srv)
-	stdio.SetErrorLogger(logger)
-	err := stdio.Listen(ctx, stdin, stdout)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("serve stdio: %w", err)
-	}
-	return nil
-}
-
-// serveHTTP serves srv over streamable HTTP or HTTP+SSE until ctx is
-// cancelled, then shuts down gracefully. The listener is bound here rather
-// than by mcp-go so that port 0 works and the real address can be announced.
-func serveHTTP(ctx context.Context, cfg config, srv *server.MCPServer, stdout io.Writer, logger *log.Logger) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
-	}
-	defer ln.Close()
-
-	httpSrv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          logger,
-	}
-	var shutdown func(context.Context) error
-	switch cfg.transport {
-	case transportHTTP:
-		h := server.NewStreamableHTTPServer(srv,
-			server.WithEndpointPath("/mcp"),
-			server.WithHTTPContextFunc(withRequestHeaders),
-			server.WithStreamableHTTPServer(httpSrv),
-		)
-		mux := http.NewServeMux()
-		mux.Handle("/mcp", h)
-		httpSrv.Handler = mux
-		shutdown = h.Shutdown
-	case transportSSE:
-		h := server.NewSSEServer(srv,
-			server.WithSSEEndpoint("/sse"),
-			server.WithMessageEndpoint("/message"),
-			server.WithSSEContextFunc(withRequestHeaders),
-			server.WithHTTPServer(httpSrv),
-		)
-		httpSrv.Handler = h
-		shutdown = h.Shutdown
-	default:
-		return fmt.Errorf("transport %q is not served over HTTP", cfg.transport)
-	}
-
-	served := make(chan error, 1)
-	go func() { served <- httpSrv.Serve(ln) }()
-
-	// This line is the readiness signal test harnesses wait for; os.Stdout
-	// is unbuffered, so it is on the wire once Fprintf returns.
-	if _, err := fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr()); err != nil {
-		return fmt.Errorf("announce address: %w", err)
-	}
-	logger.Printf("serving %s transport on %s", cfg.transport, ln.Addr())
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve %s: %w", cfg.transport, err)
-	case <-ctx.Done():
-	}
-
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if err := shutdown(shutdownCtx); err != nil {
-		_ = httpSrv.Close()
-		return fmt.Errorf("shut down %s transport: %w", cfg.transport, err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve %s: %w", cfg.transport, err)
-	}
-	return nil
 }

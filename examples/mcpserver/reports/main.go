@@ -44,12 +44,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/antler-mcp/antler/examples/internal/mcpserve"
 	"io"
 	"io/fs"
 	"log"
 	"math"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -65,15 +64,11 @@ import (
 // serverVersion is the version advertised in serverInfo.
 const serverVersion = "0.1.0"
 
-// shutdownGrace bounds graceful HTTP shutdown. It stays below the five
-// seconds test harnesses wait after SIGTERM before killing the process.
-const shutdownGrace = 3 * time.Second
-
 // Transport names accepted by -transport.
 const (
-	transportStdio = "stdio"
-	transportHTTP  = "http"
-	transportSSE   = "sse"
+	transportStdio = mcpserve.Stdio
+	transportHTTP  = mcpserve.HTTP
+	transportSSE   = mcpserve.SSE
 )
 
 // Tool names. They match the task_toolsets entry of DeerFlow's example
@@ -174,10 +169,8 @@ func run(ctx context.Context, cfg config, stdin io.Reader, stdout io.Writer, log
 		return err
 	}
 	srv := newServer(cfg, st)
-	if cfg.transport == transportStdio {
-		return serveStdio(ctx, srv, stdin, stdout, logger)
-	}
-	return serveHTTP(ctx, cfg, srv, stdout, logger)
+	return mcpserve.Serve(ctx, srv, mcpserve.Options{Transport: cfg.transport, Listen: cfg.listen,
+		Stdin: stdin, Stdout: stdout, Logger: logger, StdioWorkers: 32})
 }
 
 // newServer creates the MCP server with the report tools registered.
@@ -787,85 +780,4 @@ func intArg(args map[string]any, name string, lo, hi int64) (v int64, ok bool, e
 		return 0, false, fmt.Errorf("%s must be an integer from %d to %d, got %v", name, lo, hi, raw)
 	}
 	return int64(f), true, nil
-}
-
-// serveStdio serves srv over stdin/stdout until stdin reaches EOF or ctx is
-// cancelled.
-func serveStdio(ctx context.Context, srv *server.MCPServer, stdin io.Reader, stdout io.Writer, logger *log.Logger) error {
-	// Slow status calls must not hold up other calls, so allow more
-	// concurrent tool calls than mcp-go's default of five.
-	stdio := server.NewStdioServer(srv)
-	server.WithWorkerPoolSize(32)(stdio)
-	stdio.SetErrorLogger(logger)
-	err := stdio.Listen(ctx, stdin, stdout)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("serve stdio: %w", err)
-	}
-	return nil
-}
-
-// serveHTTP serves srv over streamable HTTP or HTTP+SSE until ctx is
-// cancelled, then shuts down gracefully. The listener is bound here rather
-// than by mcp-go so that port 0 works and the real address can be announced.
-func serveHTTP(ctx context.Context, cfg config, srv *server.MCPServer, stdout io.Writer, logger *log.Logger) error {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
-	}
-	defer ln.Close()
-
-	httpSrv := &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          logger,
-	}
-	var shutdown func(context.Context) error
-	switch cfg.transport {
-	case transportHTTP:
-		h := server.NewStreamableHTTPServer(srv,
-			server.WithEndpointPath("/mcp"),
-			server.WithStreamableHTTPServer(httpSrv),
-		)
-		mux := http.NewServeMux()
-		mux.Handle("/mcp", h)
-		httpSrv.Handler = mux
-		shutdown = h.Shutdown
-	case transportSSE:
-		h := server.NewSSEServer(srv,
-			server.WithSSEEndpoint("/sse"),
-			server.WithMessageEndpoint("/message"),
-			server.WithHTTPServer(httpSrv),
-		)
-		httpSrv.Handler = h
-		shutdown = h.Shutdown
-	default:
-		return fmt.Errorf("transport %q is not served over HTTP", cfg.transport)
-	}
-
-	served := make(chan error, 1)
-	go func() { served <- httpSrv.Serve(ln) }()
-
-	// This line is the readiness signal test harnesses wait for; os.Stdout
-	// is unbuffered, so it is on the wire once Fprintf returns.
-	if _, err := fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr()); err != nil {
-		return fmt.Errorf("announce address: %w", err)
-	}
-	logger.Printf("serving %s transport on %s", cfg.transport, ln.Addr())
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve %s: %w", cfg.transport, err)
-	case <-ctx.Done():
-	}
-
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if err := shutdown(shutdownCtx); err != nil {
-		_ = httpSrv.Close()
-		return fmt.Errorf("shut down %s transport: %w", cfg.transport, err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve %s: %w", cfg.transport, err)
-	}
-	return nil
 }
