@@ -301,3 +301,23 @@ func FuzzParseCallRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestTaskEndpointsWithoutTheRuntime(t *testing.T) {
+	a := newAPI(t, `{"mcpServers": {}}`)
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "/api/threads/t1/mcp-tasks"},
+		{"GET", "/api/threads/t1/mcp-tasks/mcp-task-1"},
+		{"POST", "/api/threads/t1/mcp-tasks/mcp-task-1/cancel"},
+	} {
+		if code, res := a.do(tc.method, tc.path, ""); code != 503 || res["error"] != "MCP task service not available" {
+			t.Errorf("%s %s: %d %v, want 503: a cancel is never acknowledged without a worker", tc.method, tc.path, code, res)
+		}
+	}
+	if code, res := a.do("GET", "/api/threads/..%2Fx/mcp-tasks", ""); code != 400 && code != 404 {
+		t.Errorf("traversal thread id: %d %v", code, res)
+	}
+	_, tools := a.do("GET", "/api/mcp/tools", "")
+	if strings.Contains(fmt.Sprint(tools), "list_background_tasks") {
+		t.Error("task host tools listed while the runtime is off")
+	}
+}
