@@ -8,11 +8,15 @@ package mcpserve
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -40,6 +44,29 @@ type Options struct {
 	HTTPContext func(context.Context, *http.Request) context.Context
 	// StdioWorkers raises mcp-go's concurrent stdio call limit (0: default).
 	StdioWorkers int
+}
+
+// Main is an example server's command line: parse the flags (help exits 0,
+// a bad flag 2), then run until SIGINT or SIGTERM (a failure exits 1). Logs
+// go to stderr so stdout stays the protocol's.
+func Main[C any](name string, parse func(args []string, errOut io.Writer) (C, error),
+	run func(ctx context.Context, cfg C, stdin io.Reader, stdout io.Writer, logger *log.Logger) error) {
+	logger := log.New(os.Stderr, name+": ", log.LstdFlags)
+	cfg, err := parse(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		logger.Print(err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, os.Stdin, os.Stdout, logger); err != nil {
+		logger.Print(err)
+		stop()
+		os.Exit(1)
+	}
 }
 
 // Serve serves srv until ctx ends or, for stdio, stdin is closed.

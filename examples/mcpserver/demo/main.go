@@ -21,7 +21,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"github.com/antler-mcp/antler/examples/internal/mcpserve"
@@ -29,12 +28,10 @@ import (
 	"log"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -67,27 +64,7 @@ type config struct {
 	extraTools []string
 }
 
-func main() {
-	logger := log.New(os.Stderr, "demo: ", log.LstdFlags)
-
-	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		logger.Print(err)
-		os.Exit(2)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	if err := run(ctx, cfg, os.Stdin, os.Stdout, logger); err != nil {
-		logger.Print(err)
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { mcpserve.Main("demo", parseFlags, run) }
 
 // parseFlags parses and validates the command line. Usage and flag errors are
 // written to errOut so that stdout stays clean for the protocol.

@@ -50,11 +50,9 @@ import (
 	"log"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -114,27 +112,7 @@ type config struct {
 	statePath string
 }
 
-func main() {
-	logger := log.New(os.Stderr, "reports: ", log.LstdFlags)
-
-	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		logger.Print(err)
-		os.Exit(2)
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	if err := run(ctx, cfg, os.Stdin, os.Stdout, logger); err != nil {
-		logger.Print(err)
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { mcpserve.Main("reports", parseFlags, run) }
 
 // parseFlags parses and validates the command line. Usage and flag errors are
 // written to errOut so that stdout stays clean for the protocol.
