@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/taskstore/storetest"
 )
 
 // BenchmarkClaimDue measures one claim pass (ns/op) over the same 100 due
@@ -26,7 +27,7 @@ func BenchmarkClaimDue(b *testing.B) {
 			return "sqlite:" + path, path
 		}},
 		{"postgres", "pgx", func(b *testing.B) (string, string) {
-			dsn := postgresSchema(b, postgresURL(b))
+			dsn := storetest.PostgresSchema(b, storetest.PostgresURL(b))
 			return dsn, dsn
 		}},
 	}

@@ -2,11 +2,6 @@ package taskstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,18 +14,13 @@ import (
 	"github.com/antler-mcp/antler/host/taskstore/storetest"
 )
 
-// postgresEnv names the Postgres server the tests use, e.g.
-// postgres://postgres@127.0.0.1:5432/test?sslmode=disable. Each test gets
-// its own schema there.
-const postgresEnv = "ANTLER_TEST_POSTGRES_URL"
-
 func TestSQLite(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) *taskstore.Store { return openSQLite(t) })
 }
 
 func TestPostgres(t *testing.T) {
-	base := postgresURL(t)
-	storetest.Run(t, func(t *testing.T) *taskstore.Store { return openStore(t, postgresSchema(t, base)) })
+	base := storetest.PostgresURL(t)
+	storetest.Run(t, func(t *testing.T) *taskstore.Store { return openStore(t, storetest.PostgresSchema(t, base)) })
 }
 
 // openSQLite opens a store on a new file in a temporary directory.
@@ -51,54 +41,6 @@ func openStore(tb testing.TB, dsn string) *taskstore.Store {
 		}
 	})
 	return s
-}
-
-// postgresURL returns the test server's URL. Without one the test is
-// skipped, except in CI, which must never skip the Postgres store.
-func postgresURL(tb testing.TB) string {
-	tb.Helper()
-	u := os.Getenv(postgresEnv)
-	switch {
-	case u != "":
-		return u
-	case os.Getenv("CI") == "true":
-		tb.Fatalf("%s is not set; CI must test the Postgres store", postgresEnv)
-	default:
-		tb.Skipf("%s is not set; set it to a Postgres URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to test the Postgres store", postgresEnv)
-	}
-	return ""
-}
-
-// postgresSchema creates a fresh schema, drops it when the test ends, and
-// returns base with search_path pointing at it, so tests never collide.
-func postgresSchema(tb testing.TB, base string) string {
-	tb.Helper()
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "taskstore_test_" + hex.EncodeToString(b[:])
-
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-		}
-		admin.Close()
-	})
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		tb.Fatalf("create schema: %v", err)
-	}
-
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("%s: %v", postgresEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 func TestOpenRefusesDSN(t *testing.T) {
@@ -153,7 +95,7 @@ func TestSQLiteReopen(t *testing.T) {
 // once, as replicas starting together would: the advisory lock lets one
 // migrate and the others find the schema ready.
 func TestPostgresReplicasMigrateOnce(t *testing.T) {
-	dsn := postgresSchema(t, postgresURL(t))
+	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {

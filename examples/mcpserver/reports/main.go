@@ -314,6 +314,27 @@ type store struct {
 	seq    uint64
 	stats  counters
 	tasks  map[string]*task
+	// inflight and maxInflight count status calls running at once per task
+	// (not persisted): a host that polled one task twice at once shows up.
+	inflight    map[string]int
+	maxInflight map[string]int
+}
+
+// enter and leave bracket one status call of task id.
+func (s *store) enter(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight == nil {
+		s.inflight, s.maxInflight = map[string]int{}, map[string]int{}
+	}
+	s.inflight[id]++
+	s.maxInflight[id] = max(s.maxInflight[id], s.inflight[id])
+}
+
+func (s *store) leave(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight[id]--
 }
 
 // openStore returns an empty store, or with path set the store saved there;
@@ -471,8 +492,10 @@ func (s *store) cancel(id string, now time.Time) (task, bool) {
 
 // taskStats are the per-task counts reported by report_stats.
 type taskStats struct {
-	StatusCalls int64 `json:"status_calls"`
-	CancelCalls int64 `json:"cancel_calls"`
+	// MaxConcurrentStatus is the most status calls of this task that ran at once.
+	MaxConcurrentStatus int   `json:"max_concurrent_status"`
+	StatusCalls         int64 `json:"status_calls"`
+	CancelCalls         int64 `json:"cancel_calls"`
 }
 
 // statsPayload is the structuredContent of report_stats.
@@ -494,7 +517,7 @@ func (s *store) snapshotStats() statsPayload {
 		PerTask:     make(map[string]taskStats, len(s.tasks)),
 	}
 	for id, t := range s.tasks {
-		p.PerTask[id] = taskStats{StatusCalls: t.StatusCalls, CancelCalls: t.CancelCalls}
+		p.PerTask[id] = taskStats{StatusCalls: t.StatusCalls, CancelCalls: t.CancelCalls, MaxConcurrentStatus: s.maxInflight[id]}
 	}
 	return p
 }
@@ -630,6 +653,8 @@ func (h *handlers) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if !ok {
 		return structured(notFound(id))
 	}
+	h.store.enter(id)
+	defer h.store.leave(id)
 	k, call := t.Knobs, t.StatusCalls
 	if k.SlowStatusMS > 0 {
 		timer := time.NewTimer(time.Duration(k.SlowStatusMS) * time.Millisecond)

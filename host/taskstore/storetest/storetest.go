@@ -5,14 +5,21 @@ package storetest
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/antler-mcp/antler/host/taskstore"
 )
@@ -723,4 +730,55 @@ func testConcurrentClaims(t *testing.T, s *taskstore.Store) {
 	if len(claimed) != rows {
 		t.Errorf("claimed %d distinct rows, want %d", len(claimed), rows)
 	}
+}
+
+// PostgresEnv names the variable holding the test Postgres URL.
+const PostgresEnv = "ANTLER_TEST_POSTGRES_URL"
+
+// PostgresURL returns the test server's URL. Without one the test is
+// skipped, except in CI, which must never skip the Postgres store.
+func PostgresURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(PostgresEnv)
+	switch {
+	case u != "":
+		return u
+	case os.Getenv("CI") == "true":
+		tb.Fatalf("%s is not set; CI must test the Postgres store", PostgresEnv)
+	default:
+		tb.Skipf("%s is not set; set it to a Postgres URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to test the Postgres store", PostgresEnv)
+	}
+	return ""
+}
+
+// PostgresSchema creates a fresh schema, drops it when the test ends, and
+// returns base with search_path pointing at it, so tests never collide.
+func PostgresSchema(tb testing.TB, base string) string {
+	tb.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "taskstore_test_" + hex.EncodeToString(b[:])
+
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		tb.Fatalf("create schema: %v", err)
+	}
+
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("%s: %v", PostgresEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }

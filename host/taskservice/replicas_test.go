@@ -1,0 +1,151 @@
+package taskservice_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/taskservice"
+	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/taskstore/storetest"
+	"github.com/antler-mcp/antler/host/toolcache"
+)
+
+// startReportsHTTP runs the reports server over streamable HTTP, so several
+// hosts reach one process and its counters.
+func startReportsHTTP(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(buildReports(t), "-transport", "http")
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reports server: %v", err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "listening on ")) + "/mcp"
+}
+
+// replica is one host: its own tool cache, store connection and service.
+func replica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
+	t.Helper()
+	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	store, err := taskstore.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var drivers task.Registry
+	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
+		t.Fatal(err)
+	}
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
+	t.Cleanup(svc.Stop)
+	return svc, store, cache
+}
+
+// TestTwoReplicasOnOnePostgres runs two hosts on one Postgres task table
+// against one reports server: every task completes, no task is ever polled
+// by both at once (the server counts concurrent status calls per task), and
+// each completion is written exactly once.
+func TestTwoReplicasOnOnePostgres(t *testing.T) {
+	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
+	url := startReportsHTTP(t)
+	cfgPath := filepath.Join(t.TempDir(), "extensions_config.json")
+	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, "task_toolsets": [{"name": "report-generation",
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, url)
+	if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig()
+	cfg.LeaseSeconds = 5
+	a, storeA, cacheA := replica(t, cfgPath, dsn, cfg)
+	b, _, _ := replica(t, cfgPath, dsn, cfg)
+
+	var ids []string
+	for i := range 12 {
+		row, err := a.Submit(context.Background(), ordinary.Name, task.SubmitRequest{
+			UserID: "alice", ThreadID: "t1", ServerName: "reports", TaskName: fmt.Sprintf("report %d", i),
+			Arguments:  json.RawMessage(`{"topic": "x", "delay_ms": 1500, "slow_status_ms": 400}`),
+			DriverData: ordinary.DriverData("submit_report", "get_report_status", "cancel_report"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, row.ID)
+	}
+	a.Start()
+	b.Start()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			row, err := storeA.Get(context.Background(), id, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.Status == "completed" {
+				if row.CompletedAt.IsZero() || len(row.Result) == 0 {
+					t.Errorf("task %s completed without its result", id)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s is %s", id, row.Status)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	snap, err := cacheA.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "alice", "t1", nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stats struct {
+		StructuredContent struct {
+			PerTask map[string]struct {
+				MaxConcurrentStatus int `json:"max_concurrent_status"`
+				StatusCalls         int `json:"status_calls"`
+			} `json:"per_task"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(raw, &stats); err != nil {
+		t.Fatal(err)
+	}
+	for remote, s := range stats.StructuredContent.PerTask {
+		if s.MaxConcurrentStatus > 1 {
+			t.Errorf("remote task %s was polled %d times at once by the two hosts", remote, s.MaxConcurrentStatus)
+		}
+	}
+	// Each completion was written once: after it, no further status call
+	// may follow (a terminal task is never claimed again).
+	before := map[string]int{}
+	for remote, s := range stats.StructuredContent.PerTask {
+		before[remote] = s.StatusCalls
+	}
+	time.Sleep(2500 * time.Millisecond) // two more poll intervals on both hosts
+	raw, _ = snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "alice", "t1", nil, false)
+	_ = json.Unmarshal(raw, &stats)
+	for remote, s := range stats.StructuredContent.PerTask {
+		if s.StatusCalls != before[remote] {
+			t.Errorf("completed remote task %s was polled again (%d → %d)", remote, before[remote], s.StatusCalls)
+		}
+	}
+}
