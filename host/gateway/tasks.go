@@ -53,7 +53,7 @@ func (s *Server) submitTask(c echo.Context, t toolcache.Tool, req CallRequest) e
 	p := principalFrom(c)
 	row, err := s.tasks.Submit(c.Request().Context(), ordinary.Name, task.SubmitRequest{
 		UserID: s.callerUser(c, req.UserID), ThreadID: threadOrDefault(req.ThreadID), ServerName: t.Server,
-		TaskName: t.TaskToolset.Name, Arguments: req.Arguments,
+		TaskName: t.TaskToolset.Name, Arguments: req.Arguments, Secrets: req.Secrets,
 		DriverData: ordinary.DriverData(t.TaskToolset.SubmitTool, t.TaskToolset.StatusTool, t.TaskToolset.CancelTool),
 	})
 	if err != nil {

@@ -51,6 +51,9 @@ type SubmitRequest struct {
 	// Arguments are the agent's business arguments, a JSON object (nil
 	// means {}).
 	Arguments json.RawMessage
+	// Secrets are the submitting request's per-request credentials
+	// (headers_from_context applies to submit only). Never persisted.
+	Secrets map[string]string `json:"-"`
 	// DriverData configures the driver for this task.
 	DriverData map[string]string
 	// LocalTaskID is the id the task will be stored under; the service sets

@@ -23,5 +23,9 @@ func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json
 	if err != nil {
 		return nil, err
 	}
-	return snap.CallServerTool(ctx, call.Server, call.Tool, call.Arguments, call.UserID, call.ThreadID, nil, call.RequestScopedHeaders)
+	secrets := call.Secrets
+	if !call.RequestScopedHeaders {
+		secrets = nil // background calls never carry per-request credentials
+	}
+	return snap.CallServerTool(ctx, call.Server, call.Tool, call.Arguments, call.UserID, call.ThreadID, secrets, call.RequestScopedHeaders)
 }

@@ -45,6 +45,9 @@ type ToolCall struct {
 	// agent's request: per-request headers (headers_from_context) apply to
 	// it and never to background status or cancel calls.
 	RequestScopedHeaders bool
+	// Secrets are the agent request's per-request credential values, for
+	// submit only (nil for background calls).
+	Secrets map[string]string
 }
 
 // ToolCaller calls an upstream MCP tool through the host's interceptor
@@ -87,7 +90,7 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 	}
 	content, err := d.call(ctx, ToolCall{
 		Server: req.ServerName, Tool: tools[0], Arguments: args,
-		UserID: req.UserID, ThreadID: req.ThreadID, RequestScopedHeaders: true,
+		UserID: req.UserID, ThreadID: req.ThreadID, RequestScopedHeaders: true, Secrets: req.Secrets,
 	})
 	if err != nil {
 		return task.Submission{}, err
