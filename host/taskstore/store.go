@@ -144,27 +144,34 @@ type Store struct {
 	read   *sql.DB // SQLite: query-only pool; Postgres: same as write
 	claimQ string  // ClaimDue statement
 	cancQ  string  // ClaimCancelRequests statement
+
+	// trackingDegradedAfter is how many consecutive poll errors make a task
+	// tracking_degraded (WithTrackingDegradedAfter).
+	trackingDegradedAfter int
 }
 
 // Open connects to the store named by dsn and brings its schema up to date.
 // dsn is "sqlite:<path>" or a plain file path for SQLite, or a
 // "postgres://…" / "postgresql://…" URL. An empty dsn, an in-memory SQLite
 // database and other schemes are refused: the store must be durable.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	d, target, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	write, read, err := d.open(ctx, target)
-	if err != nil {
-		return nil, err
-	}
 	s := &Store{
-		d:      d,
-		write:  write,
-		read:   read,
-		claimQ: d.claimSQL(claimDueSet(d), claimDueWhere, "next_poll_at"),
-		cancQ:  d.claimSQL(claimCancelSet(d), claimCancelWhere, "next_cancel_at"),
+		d:                     d,
+		claimQ:                d.claimSQL(claimDueSet(d), claimDueWhere, "next_poll_at"),
+		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere, "next_cancel_at"),
+		trackingDegradedAfter: DefaultTrackingDegradedAfter,
+	}
+	for _, opt := range opts {
+		if err := opt(s); err != nil {
+			return nil, err
+		}
+	}
+	if s.write, s.read, err = d.open(ctx, target); err != nil {
+		return nil, err
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()

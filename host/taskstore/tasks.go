@@ -65,6 +65,8 @@ const clearLease = "lease_owner = NULL, lease_expires_at = NULL, lease_token = N
 
 // Create inserts a task. A second task for the same user, server and remote
 // id is a *DuplicateError; any other constraint violation is returned as is.
+// A task created in an attention status records its notification event
+// (event_version 1, notification pending at now).
 func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, error) {
 	if err := checkNewTask(nt); err != nil {
 		return Task{}, err
@@ -81,13 +83,11 @@ func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, er
 	args = append(args, text(nt.RunID), text(nt.ToolCallID), nt.ServerName, nt.DriverName,
 		nt.RemoteTaskID, nt.TaskName, NameKey(nt.TaskName), string(driverData),
 		ms(next), ms(completed), ms(now))
-	row := s.write.QueryRowContext(ctx, `INSERT INTO mcp_tasks (id, user_id, thread_id,
+	t, _, err := s.writeTask(ctx, now, `INSERT INTO mcp_tasks (id, user_id, thread_id,
  status, result, result_preview, result_truncated, result_artifact, error, input_required,
  run_id, tool_call_id, server_name, driver_name, remote_task_id, task_name, task_name_key, driver_data,
  next_poll_at, completed_at, created_at, updated_at)
- VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21)
- RETURNING `+taskColumns, args...)
-	t, err := scanTask(row)
+ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21)`, args...)
 	if err != nil {
 		if s.d.isDuplicateRemote(err) {
 			return Task{}, &DuplicateError{ServerName: nt.ServerName, RemoteTaskID: nt.RemoteTaskID, Err: err}
@@ -232,6 +232,8 @@ func (s *Store) claim(ctx context.Context, query string, now time.Time, owner st
 // remote call completed), on a task that is neither terminal nor asked to
 // cancel. It reports false when fenced: the result is stale and was
 // discarded. A terminal snapshot sets completed_at and clears next_poll_at.
+// An applied snapshot records the task's notification event if it changed
+// (recordEvent), at polledAt.
 func (s *Store) ApplySnapshot(ctx context.Context, id, owner, token string, snap Snapshot, nextPollAt, polledAt time.Time) (bool, error) {
 	if err := checkSchedule(snap.Status, nextPollAt); err != nil {
 		return false, fmt.Errorf("taskstore: apply snapshot to %s: %w", id, err)
@@ -242,7 +244,7 @@ func (s *Store) ApplySnapshot(ctx context.Context, id, owner, token string, snap
 	}
 	args := append([]any{id, owner, token}, snapshotArgs(snap)...)
 	args = append(args, ms(nextPollAt), ms(polledAt), ms(completed))
-	return s.update(ctx, "apply snapshot to "+id, `UPDATE mcp_tasks SET `+snapshotSet+`,
+	return s.fencedWrite(ctx, "apply snapshot to "+id, polledAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
  next_poll_at = $11, last_polled_at = $12, last_poll_error = NULL, consecutive_poll_error_count = 0,
  completed_at = $13, updated_at = $12, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $12
@@ -250,13 +252,14 @@ func (s *Store) ApplySnapshot(ctx context.Context, id, owner, token string, snap
 }
 
 // ReleaseClaim gives back a poll lease after a failed poll: it schedules the
-// next poll, records errText and counts a consecutive error. It reports false
-// when owner no longer holds the lease with token.
+// next poll, records errText and counts a consecutive error; reaching the
+// store's TrackingDegradedAfter records a tracking_degraded event (recordEvent)
+// at at. It reports false when owner no longer holds the lease with token.
 func (s *Store) ReleaseClaim(ctx context.Context, id, owner, token string, nextPollAt time.Time, errText string, at time.Time) (bool, error) {
 	if nextPollAt.IsZero() {
 		return false, fmt.Errorf("taskstore: release claim on %s: next poll time is required", id)
 	}
-	return s.update(ctx, "release claim on "+id, `UPDATE mcp_tasks SET next_poll_at = $4, last_poll_error = $5,
+	return s.fencedWrite(ctx, "release claim on "+id, at, `UPDATE mcp_tasks SET next_poll_at = $4, last_poll_error = $5,
  consecutive_poll_error_count = consecutive_poll_error_count + 1, updated_at = $6, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
 		id, owner, token, ms(nextPollAt), text(errText), ms(at))
@@ -291,14 +294,15 @@ func (s *Store) RequestCancel(ctx context.Context, id, userID, threadID string, 
 // ApplyCancelSnapshot writes the remote answer to a cancellation (which must
 // be terminal, else ErrNotTerminal) and ends all scheduling, but only while
 // owner holds the cancel lease with token, unexpired at completedAt, on a
-// task not yet terminal. It reports false when fenced.
+// task not yet terminal. It reports false when fenced; otherwise it records
+// the task's notification event (recordEvent) at completedAt.
 func (s *Store) ApplyCancelSnapshot(ctx context.Context, id, owner, token string, snap Snapshot, completedAt time.Time) (bool, error) {
 	if !terminal(snap.Status) {
 		return false, fmt.Errorf("taskstore: apply cancel snapshot to %s (status %q): %w", id, snap.Status, ErrNotTerminal)
 	}
 	args := append([]any{id, owner, token}, snapshotArgs(snap)...)
 	args = append(args, ms(completedAt))
-	return s.update(ctx, "apply cancel snapshot to "+id, `UPDATE mcp_tasks SET `+snapshotSet+`,
+	return s.fencedWrite(ctx, "apply cancel snapshot to "+id, completedAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
  next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
  completed_at = $11, updated_at = $11, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $11
@@ -317,6 +321,17 @@ func (s *Store) ReleaseCancelClaim(ctx context.Context, id, owner, token string,
  last_cancel_error = COALESCE($5, last_cancel_error), updated_at = $6, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
 		id, owner, token, ms(nextCancelAt), text(errText), ms(at))
+}
+
+// fencedWrite runs a fenced single-row UPDATE and records the task's event
+// (recordEvent) in the same transaction. It reports whether the UPDATE
+// matched; a fenced write records nothing.
+func (s *Store) fencedWrite(ctx context.Context, what string, now time.Time, query string, args ...any) (bool, error) {
+	_, ok, err := s.writeTask(ctx, now, query, args...)
+	if err != nil {
+		return false, fmt.Errorf("taskstore: %s: %w", what, err)
+	}
+	return ok, nil
 }
 
 // update runs a fenced single-row UPDATE and reports whether it matched.

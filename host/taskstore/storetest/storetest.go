@@ -6,6 +6,7 @@ package storetest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -46,6 +47,10 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"RequestCancelScope", testRequestCancelScope},
 		{"CancelRetry", testCancelRetry},
 		{"ConcurrentClaims", testConcurrentClaims},
+		{"EventOnCreate", testEventOnCreate},
+		{"EventOnSnapshot", testEventOnSnapshot},
+		{"EventOnDegradedTracking", testEventOnDegradedTracking},
+		{"EventNotRecordedWhenFenced", testEventNotRecordedWhenFenced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
@@ -199,9 +204,13 @@ func testCreateAndGet(t *testing.T, s *taskstore.Store) {
 		ServerName: "reports", DriverName: "ordinary-tools", RemoteTaskID: "remote-task-1",
 		TaskName: nt.TaskName, TaskNameKey: "quarterly strasse report",
 		Snapshot: nt.Snapshot, DriverData: nt.DriverData,
-		NotificationStatus: "none",
-		NextPollAt:         at(time.Minute),
-		CreatedAt:          at(0), UpdatedAt: at(0),
+		NotificationStatus: "pending", EventVersion: 1, NextNotificationAt: at(0),
+		EventFingerprint: fingerprint(`{"error":"almost","input_required":{"question":"Which quarter?"},` +
+			`"last_poll_error":null,"result":{"partial":[1,2]},"result_artifact":{"mime_type":"text/csv","uri":"s3://b/k"},` +
+			`"result_preview":"preview","result_truncated":true,"status":"input_required","task_id":"task-1",` +
+			`"task_name":"  Quarterly Straße REPORT ","tracking_degraded":false}`),
+		NextPollAt: at(time.Minute),
+		CreatedAt:  at(0), UpdatedAt: at(0),
 	}
 	if !reflect.DeepEqual(created, want) {
 		t.Errorf("Create returned\n %+v\nwant %+v", created, want)
@@ -586,6 +595,10 @@ func testCancelFencesInFlightPoll(t *testing.T, s *taskstore.Store) {
 	want.NextPollAt, want.NextCancelAt = time.Time{}, time.Time{}
 	want.LeaseOwner, want.LeaseExpiresAt, want.LeaseToken = "", time.Time{}, ""
 	want.CompletedAt, want.UpdatedAt = at(6*time.Second), at(6*time.Second)
+	want.NotificationStatus, want.EventVersion, want.NextNotificationAt = "pending", 1, at(6*time.Second)
+	want.EventFingerprint = fingerprint(`{"error":"cancelled by user","input_required":null,"last_poll_error":null,` +
+		`"result":null,"result_artifact":null,"result_preview":null,"result_truncated":false,"status":"cancelled",` +
+		`"task_id":"task-1","task_name":"Report task-1","tracking_degraded":false}`)
 	unchanged(t, s, want)
 	if again := requestCancel(t, s, "task-1", at(7*time.Second)); !reflect.DeepEqual(again, want) {
 		t.Errorf("a cancel request on a cancelled task changed it:\n got %+v\nwant %+v", again, want)
@@ -729,6 +742,175 @@ func testConcurrentClaims(t *testing.T, s *taskstore.Store) {
 	wg.Wait()
 	if len(claimed) != rows {
 		t.Errorf("claimed %d distinct rows, want %d", len(claimed), rows)
+	}
+}
+
+// fingerprint is the SHA-256 hex digest of an event's canonical JSON.
+func fingerprint(canonical string) string {
+	sum := sha256.Sum256([]byte(canonical))
+	return hex.EncodeToString(sum[:])
+}
+
+// wantEvent fails unless the task's event state is version, notification
+// status and next notification time.
+func wantEvent(t *testing.T, s *taskstore.Store, id string, version int, status string, next time.Time) taskstore.Task {
+	t.Helper()
+	got := get(t, s, id)
+	if got.EventVersion != version || got.NotificationStatus != status || !got.NextNotificationAt.Equal(next) {
+		t.Errorf("task %s: event_version %d, notification %q at %v; want %d, %q at %v", id,
+			got.EventVersion, got.NotificationStatus, got.NextNotificationAt, version, status, next)
+	}
+	if (version == 0) != (got.EventFingerprint == "") {
+		t.Errorf("task %s: event_version %d with fingerprint %q", id, version, got.EventFingerprint)
+	}
+	return got
+}
+
+func testEventOnCreate(t *testing.T, s *taskstore.Store) {
+	create(t, s, newTask("done", func(nt *taskstore.NewTask) {
+		nt.Snapshot = taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`{"b":1, "a":"<&>"}`)}
+	}), at(time.Second))
+	done := wantEvent(t, s, "done", 1, "pending", at(time.Second))
+	// Keys sorted at every level, compact, no HTML escaping.
+	want := fingerprint(`{"error":null,"input_required":null,"last_poll_error":null,"result":{"a":"<&>","b":1},` +
+		`"result_artifact":null,"result_preview":null,"result_truncated":false,"status":"completed",` +
+		`"task_id":"done","task_name":"Report done","tracking_degraded":false}`)
+	if done.EventFingerprint != want {
+		t.Errorf("fingerprint = %s, want %s", done.EventFingerprint, want)
+	}
+	if done.NotifiedVersion != 0 || done.DispatchVersion != 0 || done.DispatchAttempt != 0 ||
+		done.DispatchEvent != nil || done.NotificationRunID != "" || done.NotificationAttemptCount != 0 {
+		t.Errorf("a new event left delivery state: %+v", done)
+	}
+	for _, st := range []string{"submitted", "working"} {
+		create(t, s, newTask(st, func(nt *taskstore.NewTask) { nt.Status = st }), at(0))
+		wantEvent(t, s, st, 0, "none", time.Time{})
+	}
+}
+
+func testEventOnSnapshot(t *testing.T, s *taskstore.Store) {
+	create(t, s, newTask("task-1"), at(0))
+	poll := func(now time.Time, snap taskstore.Snapshot) {
+		t.Helper()
+		claimed := claimOne(t, s, now, "owner-a", "task-1")
+		if !apply(t, s, "task-1", "owner-a", claimed.LeaseToken, snap, now.Add(time.Minute), now.Add(time.Second)) {
+			t.Fatalf("apply at %v was fenced", now)
+		}
+	}
+	working := func(pct int) taskstore.Snapshot {
+		return taskstore.Snapshot{Status: "working", Result: json.RawMessage(fmt.Sprintf(`{"pct":%d}`, pct))}
+	}
+	asking := func(q string) taskstore.Snapshot {
+		return taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{"question":"` + q + `"}`)}
+	}
+	// working → working with new content is no event.
+	poll(at(0), working(10))
+	poll(at(time.Minute), working(20))
+	wantEvent(t, s, "task-1", 0, "none", time.Time{})
+
+	poll(at(2*time.Minute), asking("Which?"))
+	first := wantEvent(t, s, "task-1", 1, "pending", at(2*time.Minute+time.Second))
+	// The same answer again (spelled differently) records nothing.
+	poll(at(3*time.Minute), taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{ "question" : "Which?" }`)})
+	if got := wantEvent(t, s, "task-1", 1, "pending", at(2*time.Minute+time.Second)); got.EventFingerprint != first.EventFingerprint {
+		t.Errorf("fingerprint changed from %s to %s for the same event", first.EventFingerprint, got.EventFingerprint)
+	}
+	poll(at(4*time.Minute), asking("Which one?"))
+	wantEvent(t, s, "task-1", 2, "pending", at(4*time.Minute+time.Second))
+	poll(at(5*time.Minute), taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"done"`)})
+	wantEvent(t, s, "task-1", 3, "pending", at(5*time.Minute+time.Second))
+}
+
+func testEventOnDegradedTracking(t *testing.T, s *taskstore.Store) {
+	if n := s.TrackingDegradedAfter(); n != 3 || taskstore.DefaultTrackingDegradedAfter != 3 {
+		t.Fatalf("TrackingDegradedAfter = %d, want the default 3", n)
+	}
+	create(t, s, newTask("task-1"), at(0))
+	now := at(0)
+	fail := func(errText string) {
+		t.Helper()
+		claimed := claimOne(t, s, now, "owner-a", "task-1")
+		if !release(t, s, "task-1", "owner-a", claimed.LeaseToken, now.Add(time.Second), errText, now) {
+			t.Fatalf("release at %v was fenced", now)
+		}
+		now = now.Add(time.Second)
+	}
+	fail("boom")
+	fail("boom")
+	wantEvent(t, s, "task-1", 0, "none", time.Time{})
+	fail("boom") // the third consecutive error degrades tracking
+	got := wantEvent(t, s, "task-1", 1, "pending", at(2*time.Second))
+	want := fingerprint(`{"error":null,"input_required":null,"last_poll_error":"boom","result":null,` +
+		`"result_artifact":null,"result_preview":null,"result_truncated":false,"status":"submitted",` +
+		`"task_id":"task-1","task_name":"Report task-1","tracking_degraded":true}`)
+	if got.EventFingerprint != want {
+		t.Errorf("degraded fingerprint = %s, want %s", got.EventFingerprint, want)
+	}
+	fail("boom") // still degraded with the same error: the same event
+	wantEvent(t, s, "task-1", 1, "pending", at(2*time.Second))
+	fail("timeout")
+	wantEvent(t, s, "task-1", 2, "pending", at(4*time.Second))
+}
+
+func testEventNotRecordedWhenFenced(t *testing.T, s *taskstore.Store) {
+	ctx := context.Background()
+	create(t, s, newTask("task-1"), at(0))
+	claimed := claimOne(t, s, at(0), "owner-a", "task-1")
+	done := taskstore.Snapshot{Status: "completed"}
+	if apply(t, s, "task-1", "owner-a", other(claimed.LeaseToken), done, time.Time{}, at(time.Second)) {
+		t.Fatal("a fenced apply went through")
+	}
+	for range 3 {
+		if release(t, s, "task-1", "owner-b", claimed.LeaseToken, at(time.Second), "boom", at(time.Second)) {
+			t.Fatal("a fenced release went through")
+		}
+	}
+	unchanged(t, s, claimed)
+
+	requestCancel(t, s, "task-1", at(time.Second))
+	cancel := claimCancel(t, s, at(time.Second), "canceller")[0]
+	if ok, err := s.ApplyCancelSnapshot(ctx, "task-1", "canceller", other(cancel.LeaseToken), status("cancelled"), at(2*time.Second)); err != nil || ok {
+		t.Fatalf("a fenced ApplyCancelSnapshot = %v, %v", ok, err)
+	}
+	unchanged(t, s, cancel)
+}
+
+// InFlightNotification checks that recording an event while a notification
+// of an earlier one is in flight (claimed, dispatched or retry) bumps
+// event_version but leaves the delivery alone. Run cannot reach the database
+// behind a Store, so engines call this with db, a separate connection to the
+// store's database, used to put the notification in flight.
+func InFlightNotification(t *testing.T, s *taskstore.Store, db *sql.DB) {
+	for i, st := range []string{"claimed", "dispatched", "retry"} {
+		t.Run(st, func(t *testing.T) {
+			id := fmt.Sprintf("task-%d", i)
+			create(t, s, newTask(id), at(0))
+			claimed := claimOne(t, s, at(0), "owner-a", id)
+			if !apply(t, s, id, "owner-a", claimed.LeaseToken, status("input_required"), at(time.Minute), at(time.Second)) {
+				t.Fatal("apply was fenced")
+			}
+			if _, err := db.Exec(`UPDATE mcp_tasks SET notification_status = $2, dispatch_version = 1,
+ dispatch_attempt = 2, dispatch_event = '{"v":1}', notification_run_id = 'run-9', notification_error = 'slow',
+ notification_attempt_count = 2, next_notification_at = $3 WHERE id = $1`, id, st, at(time.Hour).UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+			before := get(t, s, id)
+			claimed = claimOne(t, s, at(time.Minute), "owner-a", id)
+			snap := taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"ok"`)}
+			if !apply(t, s, id, "owner-a", claimed.LeaseToken, snap, time.Time{}, at(time.Minute+time.Second)) {
+				t.Fatal("apply was fenced")
+			}
+			got := get(t, s, id)
+			if got.EventVersion != 2 || got.EventFingerprint == before.EventFingerprint {
+				t.Errorf("event_version %d (fingerprint changed %v), want 2 and a new fingerprint",
+					got.EventVersion, got.EventFingerprint != before.EventFingerprint)
+			}
+			if got.NotificationStatus != st || got.DispatchVersion != 1 || got.DispatchAttempt != 2 ||
+				string(got.DispatchEvent) != `{"v":1}` || got.NotificationRunID != "run-9" || got.NotificationError != "slow" ||
+				got.NotificationAttemptCount != 2 || !got.NextNotificationAt.Equal(at(time.Hour)) {
+				t.Errorf("the in-flight delivery was disturbed: %+v", got)
+			}
+		})
 	}
 }
 
