@@ -221,8 +221,6 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return fail(c, http.StatusUnauthorized, "%s", err.Error())
 		}
 		c.Set(principalKey, p)
-		req := c.Request()
-		c.SetRequest(req.WithContext(principal.With(req.Context(), p)))
 		return next(c)
 	}
 }

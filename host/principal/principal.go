@@ -3,7 +3,6 @@
 package principal
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"net"
@@ -70,19 +69,6 @@ func (a *Authenticator) Authenticate(authorization, apiKey string) (Principal, e
 		return Principal{}, ErrBadCredentials
 	}
 	return p, nil
-}
-
-type ctxKey struct{}
-
-// With returns ctx carrying p.
-func With(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, ctxKey{}, p)
-}
-
-// From returns the principal in ctx.
-func From(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(ctxKey{}).(Principal)
-	return p, ok
 }
 
 // IsLoopbackHost reports whether a listen host is a loopback address or

@@ -119,21 +119,16 @@ type Conn struct {
 	closing   atomic.Bool
 	onExit    func()
 	exitOnce  sync.Once
-	done      chan struct{} // closed when a stdio child's stderr ended
 }
 
 // exited runs when the child's stderr ends.
 func (c *Conn) exited() {
 	c.exitOnce.Do(func() {
-		close(c.done)
 		if !c.closing.Load() && c.onExit != nil {
 			c.onExit()
 		}
 	})
 }
-
-// Done is closed when a stdio child has exited (never for HTTP and SSE).
-func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Dial connects and initializes. ctx bounds the whole handshake (the caller
 // applies session_init_timeout); the connection itself lives until Close,
@@ -149,7 +144,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	}
 	log = log.With("server", srv.Name)
 	connCtx, cancel := context.WithCancel(context.Background())
-	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, done: make(chan struct{})}
+	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit}
 
 	inner, err := c.newTransport()
 	if err != nil {
@@ -242,16 +237,6 @@ func (c *Conn) command(_ context.Context, name string, env []string, args []stri
 
 // ProtocolVersion is the negotiated MCP revision.
 func (c *Conn) ProtocolVersion() string { return c.protocol }
-
-// PID is the stdio child's process id, or 0.
-func (c *Conn) PID() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cmd == nil || c.cmd.Process == nil {
-		return 0
-	}
-	return c.cmd.Process.Pid
-}
 
 // ListTools returns every tool the server lists (all pages), each as the
 // server wrote it.
