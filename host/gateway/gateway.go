@@ -43,6 +43,11 @@ type Server struct {
 	auth  *principal.Authenticator
 	log   *slog.Logger
 	tasks *taskservice.Service
+
+	// streams ends long-lived responses (event streams) at shutdown, which
+	// would otherwise hold the drain until the grace period runs out.
+	streams     context.Context
+	stopStreams context.CancelFunc
 }
 
 // New builds the gateway's routes and middleware.
@@ -52,6 +57,7 @@ func New(opts Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks}
+	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.
@@ -70,6 +76,7 @@ func New(opts Options) *Server {
 	api.POST("/mcp/cache/reset", s.resetCache, adminOnly)
 	api.GET("/mcp/config", s.getConfig, configAdmin)
 	api.GET("/threads/:thread_id/mcp-tasks", s.listTasks)
+	api.GET("/threads/:thread_id/mcp-tasks/events", s.taskEvents)
 	api.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
 	api.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
 	return s
@@ -103,6 +110,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(s.stopStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

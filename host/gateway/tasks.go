@@ -96,7 +96,7 @@ func (s *Server) callHostTool(c echo.Context, name string, req CallRequest) erro
 		}
 		items := make([]map[string]any, 0, len(rows))
 		for _, r := range rows {
-			items = append(items, taskItem(r))
+			items = append(items, s.taskItem(r))
 		}
 		return c.JSON(http.StatusOK, toolResult(map[string]any{"tasks": items, "count": len(items)}))
 	}
@@ -109,7 +109,7 @@ func (s *Server) callHostTool(c echo.Context, name string, req CallRequest) erro
 		return err
 	}
 	return c.JSON(http.StatusOK, toolResult(map[string]any{
-		"cancelled": row.Status == "cancelled", "task": taskItem(row),
+		"cancelled": row.Status == "cancelled", "task": s.taskItem(row),
 		"message": "Cancellation requested. Antler will keep retrying safely if the remote server is temporarily unavailable.",
 	}))
 }
@@ -128,12 +128,12 @@ func millis(t time.Time) any {
 }
 
 // taskItem is a task as listed: never its remote id, driver data or server.
-func taskItem(r taskstore.Task) map[string]any {
+func (s *Server) taskItem(r taskstore.Task) map[string]any {
 	return map[string]any{
 		"task_id": r.ID, "task_name": neutralize(r.TaskName), "status": r.Status,
 		"created_at": millis(r.CreatedAt), "updated_at": millis(r.UpdatedAt),
 		"error":             nullable(task.Truncate(r.Error, task.MaxPublicErrorChars)),
-		"tracking_degraded": r.ConsecutivePollErrorCount >= 3,
+		"tracking_degraded": r.ConsecutivePollErrorCount >= s.tasks.TrackingDegradedAfter(),
 		"cancel_requested":  !r.CancelRequestedAt.IsZero(),
 	}
 }
@@ -153,8 +153,8 @@ func rawOrNull(b json.RawMessage) json.RawMessage {
 }
 
 // taskDetail adds the fields of GET .../{task_id}.
-func taskDetail(r taskstore.Task) map[string]any {
-	d := taskItem(r)
+func (s *Server) taskDetail(r taskstore.Task) map[string]any {
+	d := s.taskItem(r)
 	d["last_polled_at"] = millis(r.LastPolledAt)
 	d["last_poll_error"] = nullable(task.Truncate(r.LastPollError, task.MaxPublicErrorChars))
 	d["last_cancel_error"] = nullable(task.Truncate(r.LastCancelError, task.MaxPublicErrorChars))
@@ -201,7 +201,7 @@ func (s *Server) listTasks(c echo.Context) error {
 	}
 	items := make([]map[string]any, 0, len(rows))
 	for _, r := range rows {
-		items = append(items, taskItem(r))
+		items = append(items, s.taskItem(r))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"tasks": items})
 }
@@ -218,7 +218,7 @@ func (s *Server) getTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, taskDetail(row))
+	return c.JSON(http.StatusOK, s.taskDetail(row))
 }
 
 func (s *Server) cancelTask(c echo.Context) error {
@@ -235,5 +235,5 @@ func (s *Server) cancelTask(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	return c.JSON(http.StatusOK, taskDetail(row))
+	return c.JSON(http.StatusOK, s.taskDetail(row))
 }

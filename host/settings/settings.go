@@ -172,7 +172,8 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 	if err := s.MCPTasks.Config.Validate(); err != nil {
 		problems = append(problems, err.Error())
 	}
-	if v, name, isRef := envvar.Resolve(s.MCPTasks.Notifications.WebhookSecret, lookup); isRef {
+	v, name, secretRef := envvar.Resolve(s.MCPTasks.Notifications.WebhookSecret, lookup)
+	if secretRef {
 		if v == "" && s.MCPTasks.Notifications.WebhookURL != "" {
 			problems = append(problems, fmt.Sprintf("mcp_tasks.notifications.webhook_secret: $%s is unset or empty", name))
 		}
@@ -180,6 +181,9 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 	}
 	if u := s.MCPTasks.Notifications.WebhookURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		problems = append(problems, "mcp_tasks.notifications.webhook_url: must be an http:// or https:// URL")
+	}
+	if n := s.MCPTasks.Notifications; n.WebhookURL != "" && n.WebhookSecret == "" && !secretRef {
+		problems = append(problems, "mcp_tasks.notifications.webhook_secret: required with webhook_url (every delivery is signed with it)")
 	}
 	if s.StdioPool.MaxSessions < 0 {
 		problems = append(problems, "stdio_pool.max_sessions: must not be negative")

@@ -366,4 +366,8 @@ func TestMCPTasksSection(t *testing.T) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
 	}
+	unsigned := writeSettings(t, "mcp_tasks:\n  notifications:\n    webhook_url: https://hooks.example/antler\n")
+	if _, err := settings.Load(unsigned, env(nil)); err == nil || !strings.Contains(err.Error(), "mcp_tasks.notifications.webhook_secret: required with webhook_url") {
+		t.Errorf("a webhook without a secret: %v", err)
+	}
 }

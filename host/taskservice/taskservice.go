@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskstore"
 )
 
@@ -40,6 +41,9 @@ type Options struct {
 	Now func() time.Time
 	// Owner names this process in leases (default "<hostname>:<random>").
 	Owner string
+	// Notifier delivers task events (nil: events stay pending in the
+	// outbox, visible through the API and the events stream).
+	Notifier tasknotify.Notifier
 }
 
 // Service is safe for concurrent use.
@@ -51,6 +55,8 @@ type Service struct {
 	now     func() time.Time
 	owner   string
 
+	notifier tasknotify.Notifier
+
 	running atomic.Bool
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -59,7 +65,7 @@ type Service struct {
 
 // New returns a service; Start runs its loop.
 func New(opts Options) *Service {
-	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner}
+	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner, notifier: opts.Notifier}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -192,13 +198,18 @@ func (s *Service) compensate(drv task.Driver, ref task.Reference) {
 	s.log.Info("cancelled an MCP task that could not be persisted", "server", ref.ServerName)
 }
 
-// RunOnce runs one pass: due cancellations, then due polls (concurrently,
-// each task isolated from the others).
+// RunOnce runs one pass: due cancellations, then due polls, then due
+// notifications (each phase concurrent, each task isolated from the others).
 func (s *Service) RunOnce(ctx context.Context) error {
 	cerr := s.runCancellations(ctx)
 	perr := s.runPolls(ctx)
-	return errors.Join(cerr, perr)
+	nerr := s.runNotifications(ctx)
+	return errors.Join(cerr, perr, nerr)
 }
+
+// TrackingDegradedAfter is the consecutive poll failures after which a task
+// is reported as tracking_degraded.
+func (s *Service) TrackingDegradedAfter() int { return s.store.TrackingDegradedAfter() }
 
 func (s *Service) runPolls(ctx context.Context) error {
 	rows, err := s.store.ClaimDue(ctx, s.now(), s.owner, s.cfg.Lease(), s.cfg.MaxConcurrentPolls)
@@ -333,6 +344,15 @@ func toStore(s task.Snapshot) taskstore.Snapshot {
 	}
 	return out
 }
+
+// ThreadEvents returns the caller's tasks in a thread whose event was
+// recorded at or after since, oldest first.
+func (s *Service) ThreadEvents(ctx context.Context, threadID, userID string, since time.Time, limit int) ([]taskstore.Task, error) {
+	return s.store.ThreadEvents(ctx, threadID, userID, since, limit)
+}
+
+// Event is a task's current event document.
+func (s *Service) Event(row taskstore.Task) json.RawMessage { return s.store.Event(row) }
 
 // List returns the caller's tasks in a thread, newest first.
 func (s *Service) List(ctx context.Context, threadID, userID string, limit int, activeOnly bool) ([]taskstore.Task, error) {

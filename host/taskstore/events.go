@@ -51,10 +51,19 @@ func inFlightNotification(status string) bool {
 // eventOf returns the notification event of t and whether it has one: only a
 // task in an attention status or whose tracking is degraded has an event.
 func (s *Store) eventOf(t Task) (map[string]any, bool) {
-	degraded := t.ConsecutivePollErrorCount >= s.trackingDegradedAfter
-	if !attention(t.Status) && !degraded {
+	if !attention(t.Status) && !s.degraded(t) {
 		return nil, false
 	}
+	return s.eventDoc(t), true
+}
+
+func (s *Store) degraded(t Task) bool {
+	return t.ConsecutivePollErrorCount >= s.trackingDegradedAfter
+}
+
+// eventDoc is the event document of t's current state.
+func (s *Store) eventDoc(t Task) map[string]any {
+	degraded := s.degraded(t)
 	var lastPollError any
 	if degraded {
 		lastPollError = nullText(t.LastPollError)
@@ -71,22 +80,7 @@ func (s *Store) eventOf(t Task) (map[string]any, bool) {
 		"input_required":    jsonValue(t.InputRequired),
 		"tracking_degraded": degraded,
 		"last_poll_error":   lastPollError,
-	}, true
-}
-
-// fingerprint is the SHA-256 hex digest of ev's canonical JSON: object keys
-// sorted at every level (encoding/json sorts map keys), compact, UTF-8 text
-// unescaped and no HTML escaping. Numbers inside stored JSON keep their
-// literal text, so equal stored documents always give equal fingerprints.
-func fingerprint(ev map[string]any) (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(ev); err != nil {
-		return "", err
 	}
-	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // recordEvent is DeerFlow's _record_event_if_changed, run in the transaction
@@ -100,20 +94,24 @@ func (s *Store) recordEvent(ctx context.Context, tx *sql.Tx, t Task, now time.Ti
 	if !ok {
 		return t, nil
 	}
-	fp, err := fingerprint(ev)
+	b, err := canonicalJSON(ev)
+	if err != nil {
+		return Task{}, fmt.Errorf("event fingerprint: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	fp := hex.EncodeToString(sum[:])
 	if err != nil {
 		return Task{}, fmt.Errorf("event fingerprint: %w", err)
 	}
 	if fp == t.EventFingerprint {
 		return t, nil
 	}
-	set := "event_fingerprint = $2, event_version = event_version + 1"
-	args := []any{t.ID, fp}
+	set := "event_fingerprint = $2, event_version = event_version + 1, event_recorded_at = $3"
+	args := []any{t.ID, fp, ms(now)}
 	if !inFlightNotification(t.NotificationStatus) {
 		set += `, notification_status = 'pending', next_notification_at = $3, notification_error = NULL,
  notification_attempt_count = 0, dispatch_version = NULL, dispatch_attempt = 0, dispatch_event = NULL,
  notification_run_id = NULL`
-		args = append(args, ms(now))
 	}
 	t, err = scanTask(tx.QueryRowContext(ctx, "UPDATE mcp_tasks SET "+set+" WHERE id = $1 RETURNING "+taskColumns, args...))
 	if err != nil {

@@ -21,7 +21,7 @@ func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 		timeCol{&t.NextPollAt}, timeCol{&t.LastPolledAt}, textCol{&t.LastPollError}, &t.PollAttemptCount, &t.ConsecutivePollErrorCount,
 		textCol{&t.LeaseOwner}, timeCol{&t.LeaseExpiresAt}, textCol{&t.LeaseToken},
 		timeCol{&t.CancelRequestedAt}, &t.CancelAttemptCount, timeCol{&t.NextCancelAt}, textCol{&t.LastCancelError},
-		timeCol{&t.CompletedAt}, timeCol{&t.CreatedAt}, timeCol{&t.UpdatedAt},
+		timeCol{&t.CompletedAt}, timeCol{&t.CreatedAt}, timeCol{&t.UpdatedAt}, timeCol{&t.EventRecordedAt},
 	)
 	return t, err
 }

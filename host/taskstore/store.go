@@ -135,15 +135,19 @@ type Task struct {
 	CompletedAt time.Time
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// EventRecordedAt is when the current notification event was recorded
+	// (zero if the task never had one).
+	EventRecordedAt time.Time
 }
 
 // Store is the task table on one database. It is safe for concurrent use.
 type Store struct {
-	d      dialect
-	write  *sql.DB // SQLite: one connection, IMMEDIATE transactions
-	read   *sql.DB // SQLite: query-only pool; Postgres: same as write
-	claimQ string  // ClaimDue statement
-	cancQ  string  // ClaimCancelRequests statement
+	d       dialect
+	write   *sql.DB // SQLite: one connection, IMMEDIATE transactions
+	read    *sql.DB // SQLite: query-only pool; Postgres: same as write
+	claimQ  string  // ClaimDue statement
+	cancQ   string  // ClaimCancelRequests statement
+	notifyQ string  // ClaimNotifications statement
 
 	// trackingDegradedAfter is how many consecutive poll errors make a task
 	// tracking_degraded (WithTrackingDegradedAfter).
@@ -163,6 +167,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		d:                     d,
 		claimQ:                d.claimSQL(claimDueSet(d), claimDueWhere, "next_poll_at"),
 		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere, "next_cancel_at"),
+		notifyQ:               d.claimSQL(claimNotifySet(d), claimNotifyWhere, "COALESCE(next_notification_at, 0)"),
 		trackingDegradedAfter: DefaultTrackingDegradedAfter,
 	}
 	for _, opt := range opts {

@@ -37,7 +37,7 @@ const taskColumns = `id, user_id, thread_id, run_id, tool_call_id, server_name, 
  next_poll_at, last_polled_at, last_poll_error, poll_attempt_count, consecutive_poll_error_count,
  lease_owner, lease_expires_at, lease_token,
  cancel_requested_at, cancel_attempt_count, next_cancel_at, last_cancel_error,
- completed_at, created_at, updated_at`
+ completed_at, created_at, updated_at, event_recorded_at`
 
 // Claim statements: $1 owner, $2 lease expiry, $3 now, $4 limit.
 const (
@@ -212,19 +212,26 @@ func (s *Store) ClaimCancelRequests(ctx context.Context, now time.Time, owner st
 }
 
 func (s *Store) claim(ctx context.Context, query string, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
-	switch {
-	case owner == "" || utf8.RuneCountInString(owner) > 128:
-		return nil, fmt.Errorf("lease owner must have 1 to 128 characters, got %q", owner)
-	case lease < time.Millisecond:
-		return nil, fmt.Errorf("lease must be at least 1ms, got %v", lease)
-	case limit <= 0:
-		return nil, fmt.Errorf("limit must be positive, got %d", limit)
+	if err := checkClaim(owner, lease, limit); err != nil {
+		return nil, err
 	}
 	rows, err := s.write.QueryContext(ctx, query, owner, ms(now.Add(lease)), ms(now), limit)
 	if err != nil {
 		return nil, err
 	}
 	return scanTasks(rows)
+}
+
+func checkClaim(owner string, lease time.Duration, limit int) error {
+	switch {
+	case owner == "" || utf8.RuneCountInString(owner) > 128:
+		return fmt.Errorf("lease owner must have 1 to 128 characters, got %q", owner)
+	case lease < time.Millisecond:
+		return fmt.Errorf("lease must be at least 1ms, got %v", lease)
+	case limit <= 0:
+		return fmt.Errorf("limit must be positive, got %d", limit)
+	}
+	return nil
 }
 
 // ApplySnapshot writes a poll result and releases the lease, but only while

@@ -21,6 +21,7 @@ import (
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -201,7 +202,7 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 	if dsn == "" {
 		dsn = filepath.Join(st.DataDir, "antler.db")
 	}
-	store, err := taskstore.Open(ctx, dsn)
+	store, err := taskstore.Open(ctx, dsn, taskstore.WithTrackingDegradedAfter(st.MCPTasks.TrackingDegradedAfterErrors))
 	if err != nil {
 		return nil, nil, fmt.Errorf("task store: %w", err)
 	}
@@ -210,9 +211,13 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		store.Close()
 		return nil, nil, err
 	}
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log})
+	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log}
+	if n := st.MCPTasks.Notifications; n.WebhookURL != "" {
+		opts.Notifier = &tasknotify.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}
+	}
+	svc := taskservice.New(opts)
 	svc.Start()
-	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner())
+	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner(), "webhook", opts.Notifier != nil)
 	return svc, func() { svc.Stop(); store.Close() }, nil
 }
 

@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -90,8 +93,11 @@ func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	hook := newHookReceiver(t)
 	settingsFile := filepath.Join(dir, "antler.yaml")
-	if err := os.WriteFile(settingsFile, []byte("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"), 0o600); err != nil {
+	yml := fmt.Sprintf("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"+
+		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", hook.srv.URL, hookSecret)
+	if err := os.WriteFile(settingsFile, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
@@ -132,6 +138,8 @@ func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 	_ = host.cmd.Wait()
 
 	again := startServe(t, antler, args...)
+	// A live consumer that resumes from the beginning of the thread.
+	events := openEventStream(t, again.base+"/api/threads/t1/mcp-tasks/events", "0")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, detail := again.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
@@ -150,4 +158,114 @@ func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(tasks["structuredContent"]), "report-generation") {
 		t.Errorf("list_background_tasks: %v", tasks)
 	}
+
+	// The completion is delivered to the webhook once, and streamed.
+	env := events.next(t, 15*time.Second)
+	if env.TaskID != id || env.ThreadID != "t1" || !strings.Contains(string(env.Event), `"status":"completed"`) ||
+		!strings.HasPrefix(env.EventText, "<untrusted_mcp_task_event>") {
+		t.Errorf("streamed event: %+v", env)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		_, detail := again.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
+		if detail["notification_status"] == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("notification not delivered: %v", detail)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	gotHooks := hook.deliveries()
+	if len(gotHooks) != 1 || gotHooks[0].TaskID != id || gotHooks[0].UserID != "default" || gotHooks[0].IdempotencyKey != "mcp-task:"+id+":1:0" ||
+		!strings.Contains(string(gotHooks[0].Event), `"status":"completed"`) {
+		t.Errorf("webhook deliveries: %+v", gotHooks)
+	}
+}
+
+const hookSecret = "whsec-e2e-canary"
+
+// hookReceiver is a real webhook endpoint in the test process; it verifies
+// each delivery's signature and records its envelope.
+type hookReceiver struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []tasknotify.Envelope
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	h := &hookReceiver{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := tasknotify.Verify([]byte(hookSecret), r.Header.Get(tasknotify.HeaderSignature), body, time.Now(), time.Minute); err != nil {
+			t.Errorf("webhook delivery: %v", err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var env tasknotify.Envelope
+		if err := json.Unmarshal(body, &env); err != nil {
+			t.Errorf("webhook body: %v", err)
+		}
+		h.mu.Lock()
+		h.got = append(h.got, env)
+		h.mu.Unlock()
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookReceiver) deliveries() []tasknotify.Envelope {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]tasknotify.Envelope(nil), h.got...)
+}
+
+// eventStream reads server-sent events from the task events endpoint.
+type eventStream struct {
+	events chan tasknotify.Envelope
+}
+
+func openEventStream(t *testing.T, url, lastEventID string) *eventStream {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	s := &eventStream{events: make(chan tasknotify.Envelope, 16)}
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var env tasknotify.Envelope
+				if json.Unmarshal([]byte(data), &env) == nil {
+					s.events <- env
+				}
+			}
+		}
+		close(s.events)
+	}()
+	return s
+}
+
+func (s *eventStream) next(t *testing.T, wait time.Duration) tasknotify.Envelope {
+	t.Helper()
+	select {
+	case env, ok := <-s.events:
+		if !ok {
+			t.Fatal("the event stream ended")
+		}
+		return env
+	case <-time.After(wait):
+		t.Fatal("no event streamed")
+	}
+	return tasknotify.Envelope{}
 }

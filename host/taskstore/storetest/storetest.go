@@ -51,6 +51,13 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"EventOnSnapshot", testEventOnSnapshot},
 		{"EventOnDegradedTracking", testEventOnDegradedTracking},
 		{"EventNotRecordedWhenFenced", testEventNotRecordedWhenFenced},
+		{"NotifyClaimRebuilds", testNotifyClaimRebuilds},
+		{"NotifyDelivered", testNotifyDelivered},
+		{"NotifyNewerEventDuringDelivery", testNotifyNewerEventDuringDelivery},
+		{"NotifyRetries", testNotifyRetries},
+		{"NotifyDeadLetter", testNotifyDeadLetter},
+		{"NotifyFencing", testNotifyFencing},
+		{"ThreadEvents", testThreadEvents},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
@@ -210,7 +217,7 @@ func testCreateAndGet(t *testing.T, s *taskstore.Store) {
 			`"result_preview":"preview","result_truncated":true,"status":"input_required","task_id":"task-1",` +
 			`"task_name":"  Quarterly Straße REPORT ","tracking_degraded":false}`),
 		NextPollAt: at(time.Minute),
-		CreatedAt:  at(0), UpdatedAt: at(0),
+		CreatedAt:  at(0), UpdatedAt: at(0), EventRecordedAt: at(0),
 	}
 	if !reflect.DeepEqual(created, want) {
 		t.Errorf("Create returned\n %+v\nwant %+v", created, want)
@@ -596,6 +603,7 @@ func testCancelFencesInFlightPoll(t *testing.T, s *taskstore.Store) {
 	want.LeaseOwner, want.LeaseExpiresAt, want.LeaseToken = "", time.Time{}, ""
 	want.CompletedAt, want.UpdatedAt = at(6*time.Second), at(6*time.Second)
 	want.NotificationStatus, want.EventVersion, want.NextNotificationAt = "pending", 1, at(6*time.Second)
+	want.EventRecordedAt = at(6 * time.Second)
 	want.EventFingerprint = fingerprint(`{"error":"cancelled by user","input_required":null,"last_poll_error":null,` +
 		`"result":null,"result_artifact":null,"result_preview":null,"result_truncated":false,"status":"cancelled",` +
 		`"task_id":"task-1","task_name":"Report task-1","tracking_degraded":false}`)
