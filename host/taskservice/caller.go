@@ -3,7 +3,9 @@ package taskservice
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
+	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
@@ -13,6 +15,19 @@ import (
 // tools' raw names (agents never see status and cancel tools).
 type CacheCaller struct {
 	Cache *toolcache.Cache
+	// Frozen is the task configuration taken at startup (nil: no check).
+	// A snapshot whose task-enabled servers or interceptors differ from it
+	// is refused with a *DriftError, so background calls never run against
+	// a configuration their tasks were not submitted under.
+	Frozen *config.TaskFreeze
+}
+
+// DriftError reports task-enabled configuration that changed after startup.
+type DriftError struct{ Names []string }
+
+func (e *DriftError) Error() string {
+	return "MCP task-enabled server configuration changed after Antler started (" + strings.Join(e.Names, ", ") +
+		"); restart Antler before using durable task tools"
 }
 
 var _ ordinary.ToolCaller = CacheCaller{}
@@ -22,6 +37,11 @@ func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json
 	snap, err := c.Cache.Snapshot(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.Frozen != nil {
+		if names := c.Frozen.Drift(snap.TaskFreeze); len(names) > 0 {
+			return nil, &DriftError{Names: names}
+		}
 	}
 	secrets := call.Secrets
 	if !call.RequestScopedHeaders {

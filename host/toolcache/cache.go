@@ -521,6 +521,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 	snap := &Snapshot{
 		DiscoveredAt: time.Now(),
 		Warnings:     ext.Warnings,
+		TaskFreeze:   ext.TaskFreeze(),
 		byName:       map[string]int{},
 		endpoints:    map[string]*endpoint{},
 		chain:        credential.Chain(ext, tokens, pluginInterceptors(loaded), log),

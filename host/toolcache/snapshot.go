@@ -79,6 +79,9 @@ type Snapshot struct {
 	Tools        []Tool
 	Servers      []ServerStatus
 	Warnings     []string
+	// TaskFreeze fingerprints the task-enabled servers this snapshot was
+	// built from (see config.TaskFreeze).
+	TaskFreeze config.TaskFreeze
 
 	byName    map[string]int
 	endpoints map[string]*endpoint

@@ -183,8 +183,12 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // their submit tools would otherwise run as plain synchronous calls.
 func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, log *slog.Logger) (*taskservice.Service, func(), error) {
 	var taskServers []string
+	// The task-enabled configuration is frozen here: a later edit of it is
+	// refused for task calls until a restart (reference §6.7).
+	frozen := (&config.Extensions{}).TaskFreeze()
 	if path, err := cache.ConfigPath(); err == nil && path != "" {
 		if ext, _, err := config.Load(path, envvar.OS); err == nil {
+			frozen = ext.TaskFreeze()
 			for _, srv := range ext.Enabled() {
 				if len(srv.TaskToolsets) > 0 {
 					taskServers = append(taskServers, srv.Name)
@@ -207,7 +211,7 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		return nil, nil, fmt.Errorf("task store: %w", err)
 	}
 	var drivers task.Registry
-	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
+	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache, Frozen: &frozen})); err != nil {
 		store.Close()
 		return nil, nil, err
 	}

@@ -269,3 +269,63 @@ func (s *eventStream) next(t *testing.T, wait time.Duration) tasknotify.Envelope
 	}
 	return tasknotify.Envelope{}
 }
+
+// TestTaskConfigFrozenAtStartup edits the config of a running host: a
+// presentation field of the task server stays hot-reloadable, a change to
+// what its background calls depend on is refused for submits and polls
+// with a clear message until a restart.
+func TestTaskConfigFrozenAtStartup(t *testing.T) {
+	dir := t.TempDir()
+	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
+	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
+	cfg := filepath.Join(dir, "extensions_config.json")
+	write := func(extra string) {
+		t.Helper()
+		doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, %s "task_toolsets": [{"name": "report-generation",
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, reports, extra)
+		if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`"description": "Reports",`)
+	settingsFile := filepath.Join(dir, "antler.yaml")
+	if err := os.WriteFile(settingsFile, []byte("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := startServe(t, antler, "--config", cfg, "--settings", settingsFile, "--data", filepath.Join(dir, "data"))
+	submit := func() map[string]any {
+		t.Helper()
+		code, res := host.do("POST", "/api/mcp/tools/reports_submit_report/call", `{"arguments": {"topic": "q3", "delay_ms": 600000}, "thread_id": "t1"}`)
+		if code != 200 {
+			t.Fatalf("submit: %d %v", code, res)
+		}
+		return res
+	}
+	res := submit()
+	id, _ := res["structuredContent"].(map[string]any)["task_id"].(string)
+	if id == "" {
+		t.Fatalf("submit: %v", res)
+	}
+
+	write(`"description": "Quarterly reports",`) // presentation only
+	if res := submit(); res["isError"] == true {
+		t.Fatalf("a description edit broke task submits: %v", res)
+	}
+
+	write(`"description": "Quarterly reports", "env": {"REPORTS_MODE": "fast"},`)
+	const msg = "MCP task-enabled server configuration changed after Antler started (reports); restart Antler before using durable task tools"
+	if res := submit(); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), msg) {
+		t.Fatalf("a drifted submit: %v", res)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, detail := host.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
+		if strings.Contains(fmt.Sprint(detail["last_poll_error"]), msg) && detail["status"] != "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the background poll did not refuse the drifted config: %v", detail)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
