@@ -1,0 +1,289 @@
+// Package npmgen writes host/launchpolicy/npm_options.go: the option tables
+// npx uses to parse its command line, read from a pinned npm's own code by
+// dump.js (run with the node on PATH). It is used by `go generate` (through
+// gen_npm.go) and by the test that checks the generated file is up to date,
+// so both produce byte-identical output.
+package npmgen
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"go/format"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+//go:embed dump.js
+var dumpScript string
+
+// Tables is what dump.js reports.
+type Tables struct {
+	NPMVersion   string              `json:"npmVersion"`
+	NoptVersion  string              `json:"noptVersion"`
+	Configs      []Config            `json:"configs"`
+	Shorthands   map[string][]string `json:"shorthands"`
+	Abbrevs      map[string]string   `json:"abbrevs"`
+	ShortAbbrevs map[string]string   `json:"shortAbbrevs"`
+	NPX          struct {
+		RemovedSwitches []string `json:"removedSwitches"`
+		RemovedOpts     []string `json:"removedOpts"`
+		Switches        []string `json:"switches"`
+		Opts            []string `json:"opts"`
+	} `json:"npx"`
+}
+
+// Config is how nopt sees one config's type (see dump.js).
+type Config struct {
+	Name       string   `json:"name"`
+	TypeArray  bool     `json:"typeArray"`
+	Boolean    bool     `json:"boolean"`
+	StringOnly bool     `json:"stringOnly"`
+	HasString  bool     `json:"hasString"`
+	HasNumber  bool     `json:"hasNumber"`
+	NullOnly   bool     `json:"nullOnly"`
+	HasNull    bool     `json:"hasNull"`
+	Literals   []string `json:"literals"`
+}
+
+// Dump runs dump.js with node against the npm package in npmDir.
+func Dump(npmDir string) (*Tables, error) {
+	cmd := exec.Command("node", "-", npmDir)
+	cmd.Stdin = strings.NewReader(dumpScript)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("npmgen: run dump.js on %s: %w: %s", npmDir, err, strings.TrimSpace(stderr.String()))
+	}
+	var t Tables
+	if err := json.Unmarshal(stdout.Bytes(), &t); err != nil {
+		return nil, fmt.Errorf("npmgen: decode dump.js output: %w", err)
+	}
+	if t.NPMVersion == "" || len(t.Configs) == 0 || len(t.Shorthands) == 0 || len(t.Abbrevs) == 0 {
+		return nil, fmt.Errorf("npmgen: dump.js reported empty tables for %s", npmDir)
+	}
+	return &t, nil
+}
+
+// Generate returns the gofmt-ed source of npm_options.go for the npm package
+// in npmDir.
+func Generate(npmDir string) ([]byte, error) {
+	t, err := Dump(npmDir)
+	if err != nil {
+		return nil, err
+	}
+	return Render(t)
+}
+
+// BooleanArgs returns, in DeerFlow's _NPM_BOOLEAN_ARGS notation, the options
+// that never take the next token as their value: "--<name>" for every config
+// whose type is Boolean or lists Boolean (the rule bin/npx-cli.js uses for
+// its switches), and "-<short>" for every shorthand that expands to such a
+// config, to its "--no-" form, or to a complete option and value (-d is
+// "--loglevel info").
+func BooleanArgs(t *Tables) []string {
+	boolean := map[string]bool{}
+	var out []string
+	for _, c := range t.Configs {
+		if c.Boolean {
+			boolean[c.Name] = true
+			out = append(out, "--"+c.Name)
+		}
+	}
+	for short, exp := range t.Shorthands {
+		if len(exp) == 0 {
+			continue
+		}
+		last := exp[len(exp)-1]
+		complete := false
+		switch {
+		case len(exp) >= 2 && !strings.HasPrefix(last, "-"):
+			complete = true
+		case strings.HasPrefix(last, "--no-"):
+			complete = true
+		case strings.HasPrefix(last, "--") && boolean[strings.TrimPrefix(last, "--")]:
+			complete = true
+		}
+		if complete {
+			out = append(out, "-"+short)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DeerFlowBooleanArgs is DeerFlow's _NPM_BOOLEAN_ARGS, verbatim from the
+// reference (shared/reference/deerflow-behaviour.md §8.1), which says it was
+// taken from npm 10.9.4. It is kept only to compare: the generated file lists
+// the differences, and a test fails when they change.
+const DeerFlowBooleanArgs = `--all --allow-same-version --audit --bin-links --commit-hooks --description --dev
+--diff-ignore-all-space --diff-name-only --diff-no-prefix --diff-text --dry-run
+--engine-strict --expect-results --force --foreground-scripts --format-package-lock
+--fund --git-tag-version --global --global-style --if-present --ignore-scripts
+--include-staged --include-workspace-root --install-links --json --legacy-bundling
+--legacy-peer-deps --link --long --offline --omit-lockfile-registry-resolved
+--optional --package-lock --package-lock-only --parseable --prefer-dedupe
+--prefer-offline --prefer-online --production --progress --provenance --read-only
+--rebuild-bundle --save --save-bundle --save-dev --save-exact --save-optional
+--save-peer --save-prod --shrinkwrap --sign-git-commit --sign-git-tag
+--strict-peer-deps --strict-ssl --timing --unicode --update-notifier --usage
+--version --versions --workspaces --workspaces-update --yes
+-? -B -D -E -H -O -P -S -a -d -dd -ddd -desc -f -g -h -help -iwr -l -local -n -no
+-porcelain -q -quiet -readonly -s -silent -v -verbose -ws -y`
+
+// CompareWithDeerFlow returns the flags only the generated list has and the
+// flags only DeerFlow's has, each sorted.
+func CompareWithDeerFlow(generated []string) (onlyGenerated, onlyDeerFlow []string) {
+	deer := map[string]bool{}
+	for _, f := range strings.Fields(DeerFlowBooleanArgs) {
+		deer[f] = true
+	}
+	gen := map[string]bool{}
+	for _, f := range generated {
+		gen[f] = true
+		if !deer[f] {
+			onlyGenerated = append(onlyGenerated, f)
+		}
+	}
+	for f := range deer {
+		if !gen[f] {
+			onlyDeerFlow = append(onlyDeerFlow, f)
+		}
+	}
+	sort.Strings(onlyGenerated)
+	sort.Strings(onlyDeerFlow)
+	return onlyGenerated, onlyDeerFlow
+}
+
+// Render writes the Go source for t.
+func Render(t *Tables) ([]byte, error) {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	q := strconv.Quote
+
+	p("// Code generated by go generate (host/launchpolicy/internal/npmgen, dump.js) from npm %s; DO NOT EDIT.\n\n", t.NPMVersion)
+	p("package launchpolicy\n\n")
+	p("// The tables below are read from the code of npm %s (nopt %s): the config\n", t.NPMVersion, t.NoptVersion)
+	p("// definitions and shorthands of @npmcli/config, the abbreviations nopt's\n")
+	p("// abbrev module derives from them, and the sets bin/npx-cli.js builds.\n")
+	p("// Regenerate with `go generate ./host/launchpolicy/` after changing the npm\n")
+	p("// pinned in testdata/npm.\n\n")
+
+	p("// npmVersion is the npm these tables come from.\n")
+	p("const npmVersion = %s\n\n", q(t.NPMVersion))
+	p("// noptVersion is the option parser that npm bundles.\n")
+	p("const noptVersion = %s\n\n", q(t.NoptVersion))
+
+	p("// npmConfig reports how nopt sees the type of config key, and whether npm\n")
+	p("// defines it.\n")
+	p("func npmConfig(key string) (npmType, bool) {\n\tswitch key {\n")
+	for _, c := range t.Configs {
+		var f []string
+		add := func(on bool, name string) {
+			if on {
+				f = append(f, name+": true")
+			}
+		}
+		add(c.TypeArray, "typeArray")
+		add(c.Boolean, "boolean")
+		add(c.StringOnly, "stringOnly")
+		add(c.HasString, "hasString")
+		add(c.HasNumber, "hasNumber")
+		add(c.NullOnly, "nullOnly")
+		add(c.HasNull, "hasNull")
+		if len(c.Literals) > 0 {
+			lits := make([]string, len(c.Literals))
+			for i, l := range c.Literals {
+				lits[i] = q(l)
+			}
+			f = append(f, "literals: []string{"+strings.Join(lits, ", ")+"}")
+		}
+		p("\tcase %s:\n\t\treturn npmType{%s}, true\n", q(c.Name), strings.Join(f, ", "))
+	}
+	p("\t}\n\treturn npmType{}, false\n}\n\n")
+
+	p("// npmShorthand returns what nopt and npx-cli.js expand shorthand key to, or\n")
+	p("// nil.\n")
+	p("func npmShorthand(key string) []string {\n\tswitch key {\n")
+	for _, k := range sortedKeys(t.Shorthands) {
+		exp := t.Shorthands[k]
+		parts := make([]string, len(exp))
+		for i, e := range exp {
+			parts[i] = q(e)
+		}
+		p("\tcase %s:\n\t\treturn []string{%s}\n", q(k), strings.Join(parts, ", "))
+	}
+	p("\t}\n\treturn nil\n}\n\n")
+
+	writeStringMap(&b, "npmAbbrev", "the config name that abbrev maps s to (s itself for a\n// full name), or \"\"", t.Abbrevs)
+	writeStringMap(&b, "npmShortAbbrev", "the shorthand name that abbrev maps s to, or \"\"", t.ShortAbbrevs)
+
+	writeSet(&b, "npxSwitch", "whether bin/npx-cli.js treats key as an option without a value", t.NPX.Switches)
+	writeSet(&b, "npxValueOption", "whether bin/npx-cli.js always takes the next token as key's value", t.NPX.Opts)
+	removed := append(append([]string{}, t.NPX.RemovedSwitches...), t.NPX.RemovedOpts...)
+	sort.Strings(removed)
+	writeSet(&b, "npxRemoved", "whether bin/npx-cli.js drops key (an option removed in npm 7)", removed)
+
+	args := BooleanArgs(t)
+	onlyGen, onlyDeer := CompareWithDeerFlow(args)
+	none := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, " ")
+	}
+	p("// npmBooleanArgs returns, in DeerFlow's _NPM_BOOLEAN_ARGS notation, the npm\n")
+	p("// options that never take the next token as a value (see\n")
+	p("// npmgen.BooleanArgs).\n//\n")
+	p("// Compared with DeerFlow's _NPM_BOOLEAN_ARGS: only here: %s; only in\n", none(onlyGen))
+	p("// DeerFlow's: %s. (--browser and --color list Boolean among other types,\n", none(onlyDeer))
+	p("// which is what makes bin/npx-cli.js treat an option as a switch; -p is\n")
+	p("// npm's --parseable, which DeerFlow leaves out of this table and npx\n")
+	p("// rewrites to --package.)\n")
+	p("func npmBooleanArgs() []string {\n\treturn []string{\n")
+	for _, a := range args {
+		p("\t\t%s,\n", q(a))
+	}
+	p("\t}\n}\n\n")
+	writeSet(&b, "npmBooleanArg", "whether flag is one of npmBooleanArgs", args)
+
+	out, err := format.Source(b.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("npmgen: format generated source: %w", err)
+	}
+	return out, nil
+}
+
+func writeStringMap(b *bytes.Buffer, name, doc string, m map[string]string) {
+	fmt.Fprintf(b, "// %s returns %s.\n", name, doc)
+	fmt.Fprintf(b, "func %s(s string) string {\n\tswitch s {\n", name)
+	for _, k := range sortedKeys(m) {
+		fmt.Fprintf(b, "\tcase %s:\n\t\treturn %s\n", strconv.Quote(k), strconv.Quote(m[k]))
+	}
+	fmt.Fprintf(b, "\t}\n\treturn \"\"\n}\n\n")
+}
+
+func writeSet(b *bytes.Buffer, name, doc string, keys []string) {
+	sorted := append([]string{}, keys...)
+	sort.Strings(sorted)
+	quoted := make([]string, len(sorted))
+	for i, k := range sorted {
+		quoted[i] = strconv.Quote(k)
+	}
+	fmt.Fprintf(b, "// %s reports %s.\n", name, doc)
+	fmt.Fprintf(b, "func %s(key string) bool {\n\tswitch key {\n\tcase %s:\n\t\treturn true\n\t}\n\treturn false\n}\n\n",
+		name, strings.Join(quoted, ",\n\t\t"))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,282 @@
+// Package launchpolicy decides whether a stdio MCP server that arrives
+// through the config admin API may be started: DeerFlow's stdio launch
+// policy (_validate_mcp_update_request), with its tables, order and messages.
+//
+// A stdio server is a process the host starts with the host's rights, and the
+// API is untrusted input, so four checks run in order:
+//
+//  1. command shape: one executable name, without a path separator,
+//     whitespace or a shell metacharacter;
+//  2. allowlist: npx and uvx, extended by ANTLER_MCP_STDIO_COMMAND_ALLOWLIST
+//     (and DeerFlow's DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST);
+//  3. arguments: no option that makes the command run a string as code. For
+//     the package launchers the options before the package are parsed with
+//     the launcher's own grammar (for npx: npm's, generated from npm's code,
+//     see npm_options.go and npx.go); the package's own arguments are never
+//     screened. For any other command every argument is screened, with
+//     single-dash clusters taken apart (-pe is -p and -e);
+//  4. environment: no variable that makes a process run code at start-up
+//     (NODE_OPTIONS, LD_PRELOAD, PYTHONSTARTUP, ...), by name only.
+//
+// Like DeerFlow's, this is defense in depth, not a trust boundary: an
+// allowlisted launcher still runs whatever package it is pointed at. Errors
+// name the server, the command and the offending option or variable name,
+// never an argument's or a variable's value.
+package launchpolicy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+//go:generate go run gen_npm.go
+
+// Environment variables that extend the allowlist (comma-separated names).
+// Antler's is the one messages point to; DeerFlow's is honoured too so that a
+// DeerFlow deployment keeps its setting.
+const (
+	AllowlistEnv         = "ANTLER_MCP_STDIO_COMMAND_ALLOWLIST"
+	DeerFlowAllowlistEnv = "DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST"
+)
+
+// defaultAllowlist is DeerFlow's _DEFAULT_MCP_STDIO_COMMAND_ALLOWLIST.
+func defaultAllowlist() []string { return []string{"npx", "uvx"} }
+
+// Launch is what the policy inspects of one server entry.
+type Launch struct {
+	Server   string // server name, used in messages
+	Type     string // normalised transport: "stdio", "sse" or "http"; only "stdio" is checked
+	Command  string
+	Args     []string
+	EnvNames []string // names of env entries (values are never inspected or echoed)
+}
+
+// Policy holds the allowlist; build it once at startup. It is not changed
+// after construction, so one Policy may be used by many goroutines.
+type Policy struct {
+	allowed map[string]bool
+}
+
+// FromEnv returns the default allowlist {npx, uvx} plus the comma-separated
+// names in ANTLER_MCP_STDIO_COMMAND_ALLOWLIST and
+// DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST (trimmed, empties dropped, added to
+// the defaults). lookup has os.LookupEnv's signature.
+func FromEnv(lookup func(string) (string, bool)) *Policy {
+	var extra []string
+	for _, name := range []string{AllowlistEnv, DeerFlowAllowlistEnv} {
+		v, ok := lookup(name)
+		if !ok {
+			continue
+		}
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				extra = append(extra, item)
+			}
+		}
+	}
+	return New(extra...)
+}
+
+// New returns a policy allowing npx, uvx and the extra command names (used
+// as given; names are matched exactly and case-sensitively).
+func New(extra ...string) *Policy {
+	p := &Policy{allowed: map[string]bool{}}
+	for _, c := range defaultAllowlist() {
+		p.allowed[c] = true
+	}
+	for _, c := range extra {
+		if c != "" {
+			p.allowed[c] = true
+		}
+	}
+	return p
+}
+
+// Allowed returns the sorted allowlist.
+func (p *Policy) Allowed() []string {
+	out := make([]string, 0, len(p.allowed))
+	for c := range p.allowed {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Check runs the whole policy (DeerFlow §8.2 steps 1–4) and returns the
+// first violation as an *Error. Servers whose transport is not stdio are not
+// checked (nil).
+func (p *Policy) Check(l Launch) error {
+	if !isStdio(l.Type) {
+		return nil
+	}
+	if err := checkCommand(l); err != nil {
+		return err
+	}
+	if !p.allowed[l.Command] {
+		return &Error{Kind: DisallowedCommand, Server: l.Server, Command: l.Command, allowed: p.Allowed()}
+	}
+	if flag := execArg(l.Command, l.Args); flag != "" {
+		return &Error{Kind: ExecArg, Server: l.Server, Command: l.Command, Flag: flag}
+	}
+	return checkEnv(l)
+}
+
+// CheckShape runs only the command shape and environment checks: a targeted
+// edit of a disabled server defers the allowlist and argument checks to the
+// moment it is enabled (DeerFlow does the same). Non-stdio servers → nil.
+func (p *Policy) CheckShape(l Launch) error {
+	if !isStdio(l.Type) {
+		return nil
+	}
+	if err := checkCommand(l); err != nil {
+		return err
+	}
+	return checkEnv(l)
+}
+
+// isStdio reports whether the (normalised) transport is stdio. An empty type
+// is stdio, DeerFlow's default; the comparison also tolerates case and
+// surrounding space so that a caller that forgot to normalise fails closed.
+func isStdio(typ string) bool {
+	t := strings.ToLower(strings.TrimSpace(typ))
+	return t == "" || t == "stdio"
+}
+
+// Kind says which check failed.
+type Kind int
+
+const (
+	MissingCommand    Kind = iota + 1 // no command, or only whitespace
+	CommandShape                      // not a single executable name
+	DisallowedCommand                 // not on the allowlist
+	ExecArg                           // an argument that runs a string as code
+	EnvVar                            // a code-injecting environment variable
+)
+
+// Error is a launch policy violation. Error() is DeerFlow's message (with
+// Antler's allowlist variable), fit for a 400 response: it names the server,
+// and, depending on Kind, the command, the offending option or the variable
+// name, never a value.
+type Error struct {
+	Kind    Kind
+	Server  string
+	Command string // set for DisallowedCommand and ExecArg (a validated command name)
+	Flag    string // ExecArg: the option as spelled, without its "=value"
+	EnvName string // EnvVar: the variable's name as given
+	allowed []string
+}
+
+func (e *Error) Error() string {
+	switch e.Kind {
+	case MissingCommand:
+		return fmt.Sprintf("MCP server '%s' with stdio transport requires a command.", e.Server)
+	case CommandShape:
+		return fmt.Sprintf("MCP server '%s' command must be a single executable name; put parameters in args instead.", e.Server)
+	case DisallowedCommand:
+		list := "<none>"
+		if len(e.allowed) > 0 {
+			list = strings.Join(e.allowed, ", ")
+		}
+		return fmt.Sprintf("MCP server '%s' uses disallowed stdio command '%s'. Allowed commands: %s. Configure %s to extend this list.",
+			e.Server, e.Command, list, AllowlistEnv)
+	case ExecArg:
+		return fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which would run arbitrary code. Point the server at a package or module instead.",
+			e.Server, e.Flag, e.Command)
+	case EnvVar:
+		return fmt.Sprintf("MCP server '%s' sets environment variable '%s', which would run arbitrary code at process startup.", e.Server, e.EnvName)
+	}
+	return fmt.Sprintf("MCP server '%s' violates the stdio launch policy.", e.Server)
+}
+
+// shellMetachars is DeerFlow's _SHELL_METACHARS: ; | & ` $ < > LF CR.
+const shellMetachars = ";|&`$<>\n\r"
+
+// pySpace reports whether Python's str.isspace holds for r: Go's
+// unicode.IsSpace plus the information separators U+001C..U+001F, which
+// Python also strips.
+func pySpace(r rune) bool {
+	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
+}
+
+func pyStrip(s string) string { return strings.TrimFunc(s, pySpace) }
+
+// checkCommand is DeerFlow's _stdio_command_name: the command must be one
+// executable name. The shape message never repeats the command, which may
+// hold anything.
+func checkCommand(l Launch) error {
+	stripped := pyStrip(l.Command)
+	if stripped == "" {
+		return &Error{Kind: MissingCommand, Server: l.Server}
+	}
+	if stripped != l.Command ||
+		strings.ContainsAny(l.Command, `/\`+shellMetachars) ||
+		strings.IndexFunc(l.Command, pySpace) >= 0 {
+		return &Error{Kind: CommandShape, Server: l.Server}
+	}
+	return nil
+}
+
+// codeInjectingEnv is DeerFlow's _CODE_INJECTING_ENV_VARS. Deliberately not
+// listed (as in DeerFlow): LD_LIBRARY_PATH, DYLD_LIBRARY_PATH, NODE_PATH.
+func codeInjectingEnv(upper string) bool {
+	switch upper {
+	case "BASH_ENV", "DYLD_INSERT_LIBRARIES", "ENV", "LD_AUDIT", "LD_PRELOAD", "NODE_OPTIONS",
+		"PERL5OPT", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYOPT":
+		return true
+	}
+	return false
+}
+
+// npmExecConfig reports whether key is one of the npm configs that make
+// `npx` (npm exec) run a string as code: call (-c), script-shell (--shell),
+// node-options, and package, which turns the first positional argument into
+// a shell command line (see npx.go). An environment variable npm_config_<name> sets them as well as
+// the option does (@npmcli/config loadEnv), so their variable names are
+// screened like the code-injecting variables. This is an Antler addition:
+// DeerFlow does not screen them.
+func npmExecConfig(key string) bool {
+	switch key {
+	case "call", "script-shell", "node-options", "package":
+		return true
+	}
+	return false
+}
+
+// npmEnvConfig returns the npm config an environment variable name sets, as
+// @npmcli/config's loadEnv derives it: names matching /^npm_config_/i, rest
+// with every "_" but a leading one turned into "-", lower-cased.
+func npmEnvConfig(name string) (string, bool) {
+	const prefix = "npm_config_"
+	if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) {
+		return "", false
+	}
+	key := name[len(prefix):]
+	if strings.HasPrefix(key, "//") {
+		return key, true
+	}
+	var b strings.Builder
+	for i, r := range key {
+		if r == '_' && i > 0 {
+			b.WriteByte('-')
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToLower(b.String()), true
+}
+
+// checkEnv is DeerFlow's env screen (names only, stripped and upper-cased),
+// plus the npm config variables above.
+func checkEnv(l Launch) error {
+	for _, name := range l.EnvNames {
+		if codeInjectingEnv(strings.ToUpper(pyStrip(name))) {
+			return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
+		}
+		if key, ok := npmEnvConfig(name); ok && npmExecConfig(key) {
+			return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
+		}
+	}
+	return nil
+}
