@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
+	"github.com/antler-mcp/antler/host/taskstore/storetest"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -327,5 +328,89 @@ func TestTaskConfigFrozenAtStartup(t *testing.T) {
 			t.Fatalf("the background poll did not refuse the drifted config: %v", detail)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestTwoHostsOnPostgresSurviveACrash runs two `antler serve` processes on
+// one Postgres task table against one reports server, submits through the
+// first and SIGKILLs it while its tasks are still running: the second host
+// completes every task and delivers each completion to the webhook once.
+func TestTwoHostsOnPostgresSurviveACrash(t *testing.T) {
+	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
+	dir := t.TempDir()
+	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
+	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
+	srv := exec.Command(reports, "-transport", "http")
+	stdout, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := strings.TrimSpace(strings.TrimPrefix(line, "listening on ")) + "/mcp"
+	cfg := filepath.Join(dir, "extensions_config.json")
+	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, "task_toolsets": [{"name": "report-generation",
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, url)
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook := newHookReceiver(t)
+	settingsFile := filepath.Join(dir, "antler.yaml")
+	yml := fmt.Sprintf("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"+
+		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", hook.srv.URL, hookSecret)
+	if err := os.WriteFile(settingsFile, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := func(name string) []string {
+		return []string{"--config", cfg, "--settings", settingsFile, "--data", filepath.Join(dir, name), "--db", dsn}
+	}
+	a := startServe(t, antler, args("a")...)
+	b := startServe(t, antler, args("b")...)
+
+	var ids []string
+	for i := range 6 {
+		code, res := a.do("POST", "/api/mcp/tools/reports_submit_report/call",
+			fmt.Sprintf(`{"arguments": {"topic": "r%d", "delay_ms": 5000}, "thread_id": "t1"}`, i))
+		sc, _ := res["structuredContent"].(map[string]any)
+		id, _ := sc["task_id"].(string)
+		if code != 200 || id == "" {
+			t.Fatalf("submit: %d %v", code, res)
+		}
+		ids = append(ids, id)
+	}
+	time.Sleep(1500 * time.Millisecond) // both hosts are polling
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	_ = a.cmd.Wait()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			_, detail := b.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
+			if detail["status"] == "completed" && detail["notification_status"] == "delivered" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s on the surviving host: %v\n%s", id, detail, b.errb)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	keys := map[string]map[string]bool{}
+	for _, env := range hook.deliveries() {
+		if keys[env.TaskID] == nil {
+			keys[env.TaskID] = map[string]bool{}
+		}
+		keys[env.TaskID][env.IdempotencyKey] = true
+		if !strings.Contains(string(env.Event), `"status":"completed"`) {
+			t.Errorf("task %s: delivered event %s", env.TaskID, env.Event)
+		}
+	}
+	for _, id := range ids {
+		if len(keys[id]) != 1 {
+			t.Errorf("task %s was delivered under %d idempotency keys, want 1: %v", id, len(keys[id]), keys[id])
+		}
 	}
 }
