@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -14,12 +13,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,7 +48,7 @@ func TestSubmitSecretsReachTheUpstreamOnlyOnSubmit(t *testing.T) {
 	secret := "canary-" + hex.EncodeToString(b[:])
 
 	rec := &headerRecorder{}
-	upstream := httptest.NewServer(rec.wrap(reverseProxy(t, startReportsHTTP(t))))
+	upstream := httptest.NewServer(rec.wrap(reverseProxy(t, testmcp.StartReportsHTTP(t))))
 	t.Cleanup(upstream.Close)
 	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q,
 		"headers_from_context": {"headers": {%q: "k"}},
@@ -237,41 +233,3 @@ func reverseProxy(t *testing.T, base string) http.Handler {
 	return p
 }
 
-// reportsBin is the reports example server, built once per test process.
-var reportsBin struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// startReportsHTTP runs the reports server over streamable HTTP and returns
-// its base URL (the endpoint is /mcp).
-func startReportsHTTP(t *testing.T) string {
-	t.Helper()
-	reportsBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "antler-reports-")
-		if err != nil {
-			reportsBin.err = err
-			return
-		}
-		reportsBin.path = filepath.Join(dir, "reports")
-		cmd := exec.Command("go", "build", "-o", reportsBin.path, "./examples/mcpserver/reports")
-		cmd.Dir = testmcp.RepoRoot(t)
-		reportsBin.out, reportsBin.err = cmd.CombinedOutput()
-	})
-	if reportsBin.err != nil {
-		t.Fatalf("build reports: %v\n%s", reportsBin.err, reportsBin.out)
-	}
-	cmd := exec.Command(reportsBin.path, "-transport", "http")
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reports server: %v", err)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, "listening on "))
-}

@@ -1,15 +1,11 @@
 package taskservice_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,24 +15,8 @@ import (
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/taskstore/storetest"
 	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/internal/testmcp"
 )
-
-// startReportsHTTP runs the reports server over streamable HTTP, so several
-// hosts reach one process and its counters.
-func startReportsHTTP(t *testing.T) string {
-	t.Helper()
-	cmd := exec.Command(buildReports(t), "-transport", "http")
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reports server: %v", err)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, "listening on ")) + "/mcp"
-}
 
 // replica is one host: its own tool cache, store connection and service.
 func replica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
@@ -63,7 +43,7 @@ func replica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.S
 // each completion is written exactly once.
 func TestTwoReplicasOnOnePostgres(t *testing.T) {
 	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
-	url := startReportsHTTP(t)
+	url := testmcp.StartReportsHTTP(t) + "/mcp"
 	cfgPath := filepath.Join(t.TempDir(), "extensions_config.json")
 	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, "task_toolsets": [{"name": "report-generation",
 		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, url)

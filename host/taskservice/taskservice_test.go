@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,33 +16,6 @@ import (
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
-
-var reportsBin struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// buildReports builds the reports example server once per test process.
-func buildReports(t *testing.T) string {
-	t.Helper()
-	reportsBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "antler-reports-")
-		if err != nil {
-			reportsBin.err = err
-			return
-		}
-		reportsBin.path = filepath.Join(dir, "reports")
-		cmd := exec.Command("go", "build", "-o", reportsBin.path, "./examples/mcpserver/reports")
-		cmd.Dir = testmcp.RepoRoot(t)
-		reportsBin.out, reportsBin.err = cmd.CombinedOutput()
-	})
-	if reportsBin.err != nil {
-		t.Fatalf("build reports: %v\n%s", reportsBin.err, reportsBin.out)
-	}
-	return reportsBin.path
-}
 
 // rig is a service over a real SQLite store and the real reports server
 // (stdio, pooled per thread) reached through the tool cache.
@@ -59,7 +30,7 @@ func newRig(t *testing.T, cfg task.Config) *rig {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "extensions_config.json")
 	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, buildReports(t))
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, testmcp.BuildReports(t))
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
 // Package testmcp gives tests anywhere in this repository a real MCP server to
-// talk to: the demo server in examples/mcpserver/demo, built once per test
+// talk to: the demo server in examples/mcpserver/demo or the durable-task
+// reports server in examples/mcpserver/reports, each built once per test
 // binary and started as a child process.
 package testmcp
 
@@ -19,9 +20,12 @@ import (
 	"time"
 )
 
-// demoPackage is the import path, relative to the repository root, of the
-// server that Build compiles.
-const demoPackage = "./examples/mcpserver/demo"
+// The import paths, relative to the repository root, of the servers that
+// Build and BuildReports compile.
+const (
+	demoPackage    = "./examples/mcpserver/demo"
+	reportsPackage = "./examples/mcpserver/reports"
+)
 
 // Timeouts for StartHTTP: how long the server may take to announce its
 // address, and how long it may take to exit after SIGTERM before it is killed.
@@ -34,13 +38,16 @@ const (
 // HTTP listener is bound.
 const listeningPrefix = "listening on "
 
-// built caches the demo binary for the life of the test process. Building is
-// by far the slowest step, and every test would otherwise repeat it.
-var built struct {
+// binary is one server build, cached for the life of the test process.
+// Building is by far the slowest step, and every test would otherwise
+// repeat it.
+type binary struct {
 	once sync.Once
 	path string
 	err  error
 }
+
+var demoBin, reportsBin binary
 
 // Build compiles the demo MCP server and returns the path of the binary. The
 // first call in a test process builds it into a fresh directory under the
@@ -48,18 +55,30 @@ var built struct {
 // The directory outlives individual tests, so it is not removed.
 func Build(t testing.TB) string {
 	t.Helper()
-	built.once.Do(func() {
-		built.path, built.err = build()
-	})
-	if built.err != nil {
-		t.Fatalf("testmcp: %v", built.err)
-	}
-	return built.path
+	return demoBin.get(t, demoPackage)
 }
 
-// build compiles the demo server. It returns errors rather than failing a
-// test, because it runs inside sync.Once and its result is shared by all.
-func build() (string, error) {
+// BuildReports compiles the reports server (submit/status/cancel task tools
+// with failure knobs and call counters) like Build.
+func BuildReports(t testing.TB) string {
+	t.Helper()
+	return reportsBin.get(t, reportsPackage)
+}
+
+func (b *binary) get(t testing.TB, pkg string) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.path, b.err = build(pkg)
+	})
+	if b.err != nil {
+		t.Fatalf("testmcp: %v", b.err)
+	}
+	return b.path
+}
+
+// build compiles pkg. It returns errors rather than failing a test, because
+// it runs inside sync.Once and its result is shared by all.
+func build(pkg string) (string, error) {
 	root, err := findRepoRoot()
 	if err != nil {
 		return "", err
@@ -68,16 +87,16 @@ func build() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create build dir: %w", err)
 	}
-	bin := filepath.Join(dir, "demo")
+	bin := filepath.Join(dir, filepath.Base(pkg))
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
 	// go test puts its own toolchain first on PATH, so "go" is the toolchain
 	// that is running the tests.
-	cmd := exec.Command("go", "build", "-o", bin, demoPackage)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", demoPackage, err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
@@ -126,17 +145,28 @@ func findRepoRoot() (string, error) {
 // failed.
 func StartHTTP(t testing.TB, transport string, args ...string) string {
 	t.Helper()
-	bin := Build(t)
+	return startHTTP(t, Build(t), "demo server", transport, args...)
+}
 
+// StartReportsHTTP starts the reports server over streamable HTTP like
+// StartHTTP and returns its base URL (append /mcp). Several hosts can share
+// it, and its report_stats tool counts the calls of all of them.
+func StartReportsHTTP(t testing.TB, args ...string) string {
+	t.Helper()
+	return startHTTP(t, BuildReports(t), "reports server", "http", args...)
+}
+
+func startHTTP(t testing.TB, bin, label, transport string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-transport", transport}, args...)...)
 	announced := newFirstLine()
 	var stderr bytes.Buffer
 	cmd.Stdout = announced
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("testmcp: start demo server: %v", err)
+		t.Fatalf("testmcp: start %s: %v", label, err)
 	}
-	proc := Supervise(t, "demo server (-transport "+transport+")", cmd, stderr.Bytes)
+	proc := Supervise(t, label+" (-transport "+transport+")", cmd, stderr.Bytes)
 	exited := proc.Exited
 
 	timer := time.NewTimer(startTimeout)
@@ -145,17 +175,17 @@ func StartHTTP(t testing.TB, transport string, args ...string) string {
 	select {
 	case line = <-announced.line:
 	case <-exited:
-		t.Fatalf("testmcp: demo server exited before announcing its address: %v\nstderr:\n%s", proc.Err(), stderr.Bytes())
+		t.Fatalf("testmcp: %s exited before announcing its address: %v\nstderr:\n%s", label, proc.Err(), stderr.Bytes())
 	case <-timer.C:
-		t.Fatalf("testmcp: demo server did not announce its address within %s", startTimeout)
+		t.Fatalf("testmcp: %s did not announce its address within %s", label, startTimeout)
 	}
 
 	base, ok := strings.CutPrefix(line, listeningPrefix)
 	if !ok {
-		t.Fatalf("testmcp: unexpected first line from demo server: %q", line)
+		t.Fatalf("testmcp: unexpected first line from %s: %q", label, line)
 	}
 	if u, err := url.Parse(base); err != nil || u.Scheme != "http" || u.Host == "" {
-		t.Fatalf("testmcp: demo server announced an invalid URL %q", base)
+		t.Fatalf("testmcp: %s announced an invalid URL %q", label, base)
 	}
 	return base
 }

@@ -339,18 +339,7 @@ func TestTwoHostsOnPostgresSurviveACrash(t *testing.T) {
 	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
 	dir := t.TempDir()
 	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
-	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
-	srv := exec.Command(reports, "-transport", "http")
-	stdout, _ := srv.StdoutPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := strings.TrimSpace(strings.TrimPrefix(line, "listening on ")) + "/mcp"
+	url := testmcp.StartReportsHTTP(t) + "/mcp"
 	cfg := filepath.Join(dir, "extensions_config.json")
 	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, "task_toolsets": [{"name": "report-generation",
 		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, url)
