@@ -3,7 +3,6 @@ package config
 import (
 	"regexp"
 	"strings"
-	"unicode"
 )
 
 // Mask is the placeholder shown instead of a secret value.
@@ -12,26 +11,24 @@ const Mask = "***"
 // sensitiveKey matches a normalised key that names a secret.
 var sensitiveKey = regexp.MustCompile(`(?i)(^|_)(api_key|apikey|access_key|private_key|client_secret|secret|token|password|passwd|credential|credentials|authorization|bearer)(_|$)`)
 
-// IsSensitiveKey reports whether an unknown field's name marks a secret:
-// the key is normalised (an underscore at camelCase boundaries, lower case,
-// other characters to underscores, outer underscores trimmed) and matched
+// IsSensitiveKey reports whether an unknown field's name marks a secret. The
+// key is normalised exactly as DeerFlow's _normalize_config_key does (an
+// underscore before a capitalised word and at lower-to-upper boundaries, so
+// "AWSSecretKey" is aws_secret_key; lower case; every run of other
+// characters to one underscore; outer underscores trimmed) and matched
 // against DeerFlow's list (token, secret, password, api_key, …).
 func IsSensitiveKey(key string) bool {
-	var b strings.Builder
-	runes := []rune(key)
-	for i, r := range runes {
-		if i > 0 && unicode.IsUpper(r) && (unicode.IsLower(runes[i-1]) || unicode.IsDigit(runes[i-1])) {
-			b.WriteByte('_')
-		}
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(unicode.ToLower(r))
-		default:
-			b.WriteByte('_')
-		}
-	}
-	return sensitiveKey.MatchString(strings.Trim(b.String(), "_"))
+	s := camelWord.ReplaceAllString(key, "${1}_${2}")
+	s = camelBoundary.ReplaceAllString(s, "${1}_${2}")
+	s = nonAlnumRun.ReplaceAllString(strings.ToLower(s), "_")
+	return sensitiveKey.MatchString(strings.Trim(s, "_"))
 }
+
+var (
+	camelWord     = regexp.MustCompile(`(.)([A-Z][a-z]+)`)
+	camelBoundary = regexp.MustCompile(`([a-z0-9])([A-Z])`)
+	nonAlnumRun   = regexp.MustCompile(`[^a-z0-9]+`)
+)
 
 // MaskedServers renders every server as the config API shows it: all fields
 // with their defaults, unknown keys kept, and secrets masked as DeerFlow
@@ -99,7 +96,7 @@ func maskValues(o *Object, key string) {
 // searched for sensitive keys at any depth.
 func maskExtras(o *Object, known map[string]bool) {
 	for _, k := range o.Keys() {
-		if known[k] || k == "transport" {
+		if known[k] {
 			continue
 		}
 		v, _ := o.Get(k)

@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"errors"
 	"net/http"
-	"os"
 
 	"github.com/labstack/echo/v4"
 
@@ -11,25 +9,27 @@ import (
 )
 
 // getConfig answers GET /api/mcp/config: the servers as written in the file
-// ($VAR placeholders kept, never resolved), with secrets masked.
+// ($VAR placeholders kept, never resolved), with secrets masked. It reads
+// under both locks, so it never sees a writer's cycle half done.
 func (s *Server) getConfig(c echo.Context) error {
-	path, err := s.cache.ConfigPath()
+	file, err := s.configFile()
 	if err != nil {
 		return fail(c, http.StatusNotFound, "%s", err.Error())
 	}
+	data, exists, err := file.Read(c.Request().Context())
+	if err != nil {
+		return s.configFailure(c, err, "Failed to read MCP configuration")
+	}
 	servers := config.NewObject()
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fail(c, http.StatusInternalServerError, "Failed to read MCP configuration")
+	if exists {
+		if _, err := loadDoc(data, true); err != nil {
+			return s.configFailure(c, err, "Failed to read MCP configuration")
 		}
-		if err == nil {
-			ext, err := config.Parse(data, config.Placeholders)
-			if err != nil {
-				return fail(c, http.StatusBadRequest, "Invalid MCP configuration: %s", err.Error())
-			}
-			servers = ext.MaskedServers()
+		ext, err := config.Parse(data, config.Placeholders)
+		if err != nil {
+			return s.configFailure(c, invalidConfigError(err), "Failed to read MCP configuration")
 		}
+		servers = ext.MaskedServers()
 	}
 	return c.JSON(http.StatusOK, map[string]any{"mcp_servers": servers})
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/antler-mcp/antler/host/configfile"
+	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -34,6 +36,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Tasks is the durable task runtime (nil when mcp_tasks is off).
 	Tasks *taskservice.Service
+	// ConfigFile guards extensions_config.json for the config API (nil: the
+	// file the cache resolves, per request; created as ./extensions_config.json
+	// when none exists).
+	ConfigFile *configfile.File
+	// LaunchPolicy screens stdio servers arriving through the config API
+	// (nil: launchpolicy.FromEnv(os.LookupEnv), read per request).
+	LaunchPolicy *launchpolicy.Policy
 }
 
 // Server is the gateway.
@@ -48,6 +57,11 @@ type Server struct {
 	// would otherwise hold the drain until the grace period runs out.
 	streams     context.Context
 	stopStreams context.CancelFunc
+
+	// cfgFile and policy are the config API's file guard and launch policy
+	// (nil: resolved per request, see configFile and launchPolicy).
+	cfgFile *configfile.File
+	policy  *launchpolicy.Policy
 }
 
 // New builds the gateway's routes and middleware.
@@ -56,7 +70,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks}
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
@@ -75,6 +89,11 @@ func New(opts Options) *Server {
 	api.GET("/mcp/servers", s.servers)
 	api.POST("/mcp/cache/reset", s.resetCache, adminOnly)
 	api.GET("/mcp/config", s.getConfig, configAdmin)
+	api.PUT("/mcp/config", s.putConfig, configAdmin)
+	api.PATCH("/mcp/config", s.patchConfig, configAdmin)
+	api.POST("/mcp/config/servers", s.addServers, configAdmin)
+	api.PUT("/mcp/config/server", s.putServer, configAdmin)
+	api.DELETE("/mcp/config/servers/*", s.deleteServer, configAdmin)
 	api.GET("/threads/:thread_id/mcp-tasks", s.listTasks)
 	api.GET("/threads/:thread_id/mcp-tasks/events", s.taskEvents)
 	api.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
