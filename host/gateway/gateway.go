@@ -87,7 +87,7 @@ func New(opts Options) *Server {
 	api.POST("/mcp/tools/:name/call", s.callTool)
 	api.GET("/mcp/routing-hints", s.routingHints)
 	api.GET("/mcp/servers", s.servers)
-	api.POST("/mcp/cache/reset", s.resetCache, adminOnly)
+	api.POST("/mcp/cache/reset", s.resetCache, configAdmin)
 	api.GET("/mcp/config", s.getConfig, configAdmin)
 	api.PUT("/mcp/config", s.putConfig, configAdmin)
 	api.PATCH("/mcp/config", s.patchConfig, configAdmin)
@@ -257,7 +257,8 @@ func principalFrom(c echo.Context) principal.Principal {
 	return p
 }
 
-// configAdmin guards the configuration API with DeerFlow's message.
+// configAdmin guards the configuration API and the cache reset with
+// DeerFlow's message.
 func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !principalFrom(c).IsAdmin() {
@@ -267,11 +268,3 @@ func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func adminOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !principalFrom(c).IsAdmin() {
-			return fail(c, http.StatusForbidden, "this endpoint needs the admin role")
-		}
-		return next(c)
-	}
-}

@@ -172,10 +172,10 @@ func TestPrincipalsAndRoles(t *testing.T) {
 	if code, _ := a.as("agent-key").do("GET", "/api/mcp/tools", ""); code != 200 {
 		t.Errorf("agent lists tools: %d", code)
 	}
-	if code, _ := a.as("agent-key").do("POST", "/api/mcp/cache/reset", ""); code != 403 {
+	if code, res := a.as("agent-key").do("POST", "/api/mcp/cache/reset", ""); code != 403 || res["error"] != "Admin privileges required to manage MCP configuration." {
 		t.Errorf("agent resets cache: %d, want 403", code)
 	}
-	if code, res := a.as("admin-key").do("POST", "/api/mcp/cache/reset", ""); code != 200 || res["reset"] != true {
+	if code, res := a.as("admin-key").do("POST", "/api/mcp/cache/reset", ""); code != 200 || res["reset"] != true || res["success"] != true || res["message"] != "MCP tools cache reset. Tools will reload on next use." {
 		t.Errorf("admin resets cache: %d %v", code, res)
 	}
 	if code, res := a.do("GET", "/healthz", ""); code != 200 || res["status"] != "ok" {

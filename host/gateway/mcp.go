@@ -153,5 +153,6 @@ func (s *Server) servers(c echo.Context) error {
 func (s *Server) resetCache(c echo.Context) error {
 	s.cache.Reset()
 	s.log.Info("MCP tool cache reset", "request_id", requestIDFrom(c), "by", principalFrom(c).User)
-	return c.JSON(http.StatusOK, map[string]any{"reset": true, "generation": s.cache.Generation()})
+	return c.JSON(http.StatusOK, map[string]any{"success": true, "message": "MCP tools cache reset. Tools will reload on next use.",
+		"reset": true, "generation": s.cache.Generation()})
 }
