@@ -160,8 +160,8 @@ func printTryIt(w io.Writer, addr string, snap *toolcache.Snapshot, open bool) {
 			if strings.Contains(string(t.InputSchema), `"topic"`) {
 				args = `{"topic":"quarterly revenue"}` // the quick start's reports server
 			}
-			fmt.Fprintf(w, "  Start a durable background task (%s), then follow it:\n    curl -s%s -X POST http://%s/api/mcp/tools/%s/call -H 'Content-Type: application/json' -d '{\"arguments\":%s}'\n    curl -s%s http://%s/api/threads/default/mcp-tasks\n\n",
-				t.TaskToolset.Name, auth, addr, t.Name, args, auth, addr)
+			fmt.Fprintf(w, "  Start a durable background task (%s), then follow it:\n    curl -s%s -X POST http://%s/api/mcp/tools/%s/call -H 'Content-Type: application/json' -d '{\"arguments\":%s}'\n    curl -s%s http://%s/api/threads/default/mcp-tasks\n    curl -sN%s -H 'Last-Event-ID: 0' http://%s/api/threads/default/mcp-tasks/events\n\n",
+				t.TaskToolset.Name, auth, addr, t.Name, args, auth, addr, auth, addr)
 			break
 		}
 	}
