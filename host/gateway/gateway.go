@@ -267,4 +267,3 @@ func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
-

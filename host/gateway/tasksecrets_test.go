@@ -232,4 +232,3 @@ func reverseProxy(t *testing.T, base string) http.Handler {
 	p.FlushInterval = -1
 	return p
 }
-
