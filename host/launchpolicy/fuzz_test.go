@@ -15,15 +15,16 @@ const fixedText = "MCP server '' with stdio transport requires a command." +
 	"MCP server '' command must be a single executable name; put parameters in args instead." +
 	"MCP server '' uses disallowed stdio command ''. Allowed commands: npx, uvx. Configure ANTLER_MCP_STDIO_COMMAND_ALLOWLIST to extend this list." +
 	"MCP server '' passes '' to '', which would run arbitrary code. Point the server at a package or module instead." +
-	"MCP server '' sets environment variable '', which would run arbitrary code at process startup."
+	"MCP server '' sets environment variable '', which would run arbitrary code at process startup." +
+	"MCP server '' passes a file path to '' as the package to run; name a package instead."
 
 // FuzzCheck runs the policy on arbitrary launches. args and env are lists
 // separated by NUL (which no real argument contains). It asserts: no panic;
 // only *Error; the flag a message names comes from an argument and carries no
 // value; no other piece of an argument longer than 3 characters appears in a
-// message; the command appears only in the messages that name it (allowlist
-// and exec argument) and only after it passed the shape check; an env name
-// reported is one given.
+// message; the command appears only in the messages that name it (allowlist,
+// exec argument and path package) and only after it passed the shape check;
+// an env name reported is one given.
 func FuzzCheck(f *testing.F) {
 	for _, tc := range deerFlowArgCases() {
 		f.Add(uint8(0), tc.command, strings.Join(tc.args, "\x00"), "")
@@ -35,6 +36,9 @@ func FuzzCheck(f *testing.F) {
 	f.Add(uint8(3), "/bin/sh -c", "-c\x00id", "LD_PRELOAD")
 	f.Add(uint8(4), "npx", "--browser\x00@scope/pkg\x00--script-shell=python3", "npm_config_call")
 	f.Add(uint8(5), "python", "-Ic\x00print(1)", "")
+	f.Add(uint8(0), "npx", "--yes\x00/bin/sh\x00-c\x00id", "")
+	f.Add(uint8(0), "npx", "-p\x00../evil-package\x00server-bin", "npm_config_prefix")
+	f.Add(uint8(1), "uvx", "--from=./local-project\x00tool", "")
 
 	f.Fuzz(func(t *testing.T, sel uint8, command, argList, envList string) {
 		types := []string{"stdio", "", "http", "sse", "STDIO", "stdio "}
@@ -74,7 +78,7 @@ func assertNoLeak(t *testing.T, l launchpolicy.Launch, e *launchpolicy.Error) {
 	}
 	rest := strings.Replace(msg, "'"+l.Server+"'", "''", 1)
 	switch e.Kind {
-	case launchpolicy.DisallowedCommand, launchpolicy.ExecArg:
+	case launchpolicy.DisallowedCommand, launchpolicy.ExecArg, launchpolicy.PathPackage:
 		if e.Command != l.Command || !singleName(l.Command) {
 			t.Fatalf("message names command %q (given %q), which did not pass the shape check", e.Command, l.Command)
 		}

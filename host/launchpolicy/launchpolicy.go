@@ -18,6 +18,9 @@
 //  4. environment: no variable that makes a process run code at start-up
 //     (NODE_OPTIONS, LD_PRELOAD, PYTHONSTARTUP, ...), by name only.
 //
+// Between 3 and 4, for npx and uvx, the package must not be a file path
+// (pathpkg.go): a launcher given a path runs that file.
+//
 // Like DeerFlow's, this is defense in depth, not a trust boundary: an
 // allowlisted launcher still runs whatever package it is pointed at. Errors
 // name the server, the command and the offending option or variable name,
@@ -120,6 +123,9 @@ func (p *Policy) Check(l Launch) error {
 	if flag := execArg(l.Command, l.Args); flag != "" {
 		return &Error{Kind: ExecArg, Server: l.Server, Command: l.Command, Flag: flag}
 	}
+	if pathArg(l.Command, l.Args) {
+		return &Error{Kind: PathPackage, Server: l.Server, Command: l.Command}
+	}
 	return checkEnv(l)
 }
 
@@ -153,6 +159,7 @@ const (
 	DisallowedCommand                 // not on the allowlist
 	ExecArg                           // an argument that runs a string as code
 	EnvVar                            // a code-injecting environment variable
+	PathPackage                       // a package launcher given a file path as the package (pathpkg.go)
 )
 
 // Error is a launch policy violation. Error() is DeerFlow's message (with
@@ -162,7 +169,7 @@ const (
 type Error struct {
 	Kind    Kind
 	Server  string
-	Command string // set for DisallowedCommand and ExecArg (a validated command name)
+	Command string // set for DisallowedCommand, ExecArg and PathPackage (a validated command name)
 	Flag    string // ExecArg: the option as spelled, without its "=value"
 	EnvName string // EnvVar: the variable's name as given
 	allowed []string
@@ -186,6 +193,8 @@ func (e *Error) Error() string {
 			e.Server, e.Flag, e.Command)
 	case EnvVar:
 		return fmt.Sprintf("MCP server '%s' sets environment variable '%s', which would run arbitrary code at process startup.", e.Server, e.EnvName)
+	case PathPackage:
+		return fmt.Sprintf("MCP server '%s' passes a file path to '%s' as the package to run; name a package instead.", e.Server, e.Command)
 	}
 	return fmt.Sprintf("MCP server '%s' violates the stdio launch policy.", e.Server)
 }
@@ -268,13 +277,17 @@ func npmEnvConfig(name string) (string, bool) {
 }
 
 // checkEnv is DeerFlow's env screen (names only, stripped and upper-cased),
-// plus the npm config variables above.
+// plus the npm config variables above and npm_config_prefix: host/upstream
+// gives npx children a prefix with no global bin folder, because the default
+// one (/usr/bin for a Node under /usr) would let `npx bash -c …` run a
+// system program; it keeps a prefix set in the server's env as the
+// operator's choice, which a request must therefore not make.
 func checkEnv(l Launch) error {
 	for _, name := range l.EnvNames {
 		if codeInjectingEnv(strings.ToUpper(pyStrip(name))) {
 			return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
 		}
-		if key, ok := npmEnvConfig(name); ok && npmExecConfig(key) {
+		if key, ok := npmEnvConfig(name); ok && (npmExecConfig(key) || key == "prefix") {
 			return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
 		}
 	}

@@ -138,6 +138,14 @@ func TestExactMessages(t *testing.T) {
 			launchpolicy.Launch{Server: "fs", Type: "stdio", Command: "npx", Args: []string{"-y", "pkg"}, EnvNames: []string{"GITHUB_TOKEN", "node_options"}},
 			"MCP server 'fs' sets environment variable 'node_options', which would run arbitrary code at process startup.",
 		},
+		{
+			launchpolicy.Launch{Server: "sh", Type: "stdio", Command: "npx", Args: []string{"--yes", "/bin/sh", "-c", "id"}},
+			"MCP server 'sh' passes a file path to 'npx' as the package to run; name a package instead.",
+		},
+		{
+			launchpolicy.Launch{Server: "py", Type: "stdio", Command: "uvx", Args: []string{"--from", "/srv/evil", "tool"}},
+			"MCP server 'py' passes a file path to 'uvx' as the package to run; name a package instead.",
+		},
 	} {
 		err := p.Check(tc.l)
 		if err == nil || err.Error() != tc.want {
@@ -228,7 +236,12 @@ func TestEnvScreen(t *testing.T) {
 		{"npm_config_script_shell", true},
 		{"npm_config_node_options", true},
 		{"npm_config_package", true},
+		// npm_config_prefix would give npx back a global bin folder such as
+		// /usr/bin (host/upstream sets an empty one unless env sets it).
+		{"npm_config_prefix", true},
+		{"NPM_CONFIG_PREFIX", true},
 		{"npm_config_registry", false},
+		{"npm_config_globalconfig", false},
 		{"npm_config_cache", false},
 		{"GITHUB_TOKEN", false},
 		{"MCP_LOG_LEVEL", false},
@@ -367,5 +380,74 @@ func TestNpxBeyondDeerFlow(t *testing.T) {
 				t.Errorf("message %q contains argument %q", pe.Error(), a)
 			}
 		}
+	}
+}
+
+// TestPathPackage: npx and uvx given a file path as the package run that
+// file (npx looks it up with path.resolve, npm-package-arg installs a folder
+// or archive, uvx builds a local project), so the package must be a name or
+// a remote spec. The package's own arguments may be paths.
+func TestPathPackage(t *testing.T) {
+	p := launchpolicy.New()
+	for _, tc := range []struct {
+		command string
+		args    []string
+		refused bool
+	}{
+		{"npx", []string{"--yes", "/bin/sh", "-c", "id"}, true},
+		{"npx", []string{"/bin/sh", "-c", "id"}, true},
+		{"npx", []string{"../../../../bin/sh", "-c", "id"}, true},
+		{"npx", []string{"node_modules/../../../bin/sh", "-c", "id"}, true},
+		{"npx", []string{"-y", "./server.js"}, true},
+		{"npx", []string{"-y", "~/servers/x"}, true},
+		{"npx", []string{"-y", "."}, true},
+		{"npx", []string{"-y", ".."}, true},
+		{"npx", []string{"-y", `..\x`}, true},
+		{"npx", []string{"-y", "--", "/bin/sh"}, true},
+		{"npx", []string{"-y", "file:../evil"}, true},
+		{"npx", []string{"-y", "evil.tgz"}, true},
+		{"npx", []string{"-p", "/srv/evil", "server-bin"}, true},
+		{"npx", []string{"--package=./evil", "server-bin"}, true},
+		{"npx", []string{"--yes", "--package", "@scope/pkg", "--package", "../evil", "server-bin"}, true},
+		{"uvx", []string{"/usr/bin/python3"}, true},
+		{"uvx", []string{"--from", "./evil", "tool"}, true},
+		{"uvx", []string{"--with-editable", "/srv/evil", "tool"}, true},
+
+		{"npx", []string{"-y", "@modelcontextprotocol/server-filesystem", "/data", "./more"}, false},
+		{"npx", []string{"-y", "@scope/pkg@1.2.3"}, false},
+		{"npx", []string{"-y", "pkg@1.2.3"}, false},
+		{"npx", []string{"-y", "pkg@~1.2.3"}, false},
+		{"npx", []string{"-y", "user/repo"}, false},
+		{"npx", []string{"-y", "github:user/repo#v1"}, false},
+		{"npx", []string{"-y", "https://example.com/pkg.tgz"}, false},
+		{"npx", []string{"-p", "@scope/pkg", "server-bin", "--dir", "/srv"}, false},
+		{"npx", []string{"-y", "bash"}, false}, // a name: npx resolves it as a package (host/upstream empties the global bin folder)
+		{"uvx", []string{"--from", "git+https://github.com/user/repo", "tool"}, false},
+		{"uvx", []string{"mcp-server-git", "--repository", "/repo"}, false},
+	} {
+		err := p.Check(launchpolicy.Launch{Server: "s", Type: "stdio", Command: tc.command, Args: tc.args})
+		var pe *launchpolicy.Error
+		switch {
+		case !tc.refused && err != nil:
+			t.Errorf("%s %q: %v, want accepted", tc.command, tc.args, err)
+		case tc.refused && (!errors.As(err, &pe) || pe.Kind != launchpolicy.PathPackage || pe.Command != tc.command):
+			t.Errorf("%s %q: %v, want PathPackage", tc.command, tc.args, err)
+		case tc.refused:
+			for _, a := range tc.args {
+				if len(a) > 3 && strings.Contains(pe.Error(), a) {
+					t.Errorf("message %q contains argument %q", pe.Error(), a)
+				}
+			}
+		}
+	}
+	// An exec option is reported first; an allowlisted interpreter's
+	// arguments are not packages.
+	err := p.Check(launchpolicy.Launch{Server: "s", Command: "npx", Args: []string{"-c", "id", "/bin/sh"}})
+	var pe *launchpolicy.Error
+	if !errors.As(err, &pe) || pe.Kind != launchpolicy.ExecArg {
+		t.Errorf("npx -c id /bin/sh: %v, want ExecArg", err)
+	}
+	if err := launchpolicy.New("node").Check(launchpolicy.Launch{Server: "s", Command: "node", Args: []string{"/srv/server.js"}}); err != nil {
+		t.Errorf("node /srv/server.js: %v", err)
 	}
 }

@@ -67,8 +67,9 @@ func (t npxToken) flag() string {
 
 // npmAssign is one config that nopt's parse() set.
 type npmAssign struct {
-	key  string // config name, after abbreviation and "no-" prefixes
-	flag string // the option as the user spelled it (see npxToken.flag)
+	key   string // config name, after abbreviation and "no-" prefixes
+	flag  string // the option as the user spelled it (see npxToken.flag)
+	value string // the token taken as its value, for an option that is not a switch; "" if none
 }
 
 // npxExecFlag returns the option through which npx would run a string as
@@ -289,11 +290,15 @@ func noptParse(in []npxToken) (sets []npmAssign, remain []npxToken, ok bool) {
 				i--
 			}
 		}
+		value := la
+		if !haveLa || allDashes(la) {
+			value = ""
+		}
 		if haveLa && la != "" && allDashes(la) {
 			i--
 		}
 		i++
-		sets = append(sets, npmAssign{key: key, flag: args[opt].flag()})
+		sets = append(sets, npmAssign{key: key, flag: args[opt].flag(), value: value})
 	}
 	return sets, remain, true
 }

@@ -19,7 +19,10 @@ import (
 // @npmcli/config, see testdata/npx-oracle.js), which reports whether npx
 // would run a string as code before reaching the package. The validator must
 // reject exactly those vectors, except where expectedStricter explains why it
-// deliberately refuses more. It never accepts a vector npm would run.
+// deliberately refuses more. It never accepts a vector npm would run. The
+// oracle also reports whether npx would run or install a file path given
+// where a package belongs (runsFile); the path rule (pathpkg.go) must refuse
+// each such vector on its own.
 
 // oracleVector is one `npx` invocation: its arguments and, for a few, npm
 // config variables in its environment.
@@ -45,6 +48,9 @@ type oracleResult struct {
 		ShellCommand bool `json:"shellCommand"`
 	} `json:"runs"`
 	Code bool `json:"code"`
+	// RunsFile: exec would run or install a file path where a package
+	// belongs (a --package value, or the first positional argument).
+	RunsFile bool `json:"runsFile"`
 }
 
 // stricterCase is one deliberate difference: the validator rejects a vector
@@ -59,7 +65,65 @@ type stricterCase struct {
 // expectedStricter is the table of deliberate differences, checked in order.
 func expectedStricter() []stricterCase {
 	deerFlowFlag := func(v oracleVector) string { return launcherExecArg(v.Args, npxGrammar()) }
+	npmPositional := func(r oracleResult) (string, bool) {
+		if len(r.Remain) < 2 {
+			return "", false
+		}
+		return r.Remain[1], true
+	}
+	// pathTokens are the tokens the path rule looks at, as npm and DeerFlow's
+	// grammar find them: the first positional argument and --package's
+	// values.
+	pathTokens := func(v oracleVector, r oracleResult) []string {
+		var out []string
+		if p, ok := launcherPositional(v.Args, npxGrammar()); ok {
+			out = append(out, p)
+		}
+		if p, ok := npmPositional(r); ok {
+			out = append(out, p)
+		}
+		if pkgs, ok := r.CLI["package"].([]any); ok {
+			for _, p := range pkgs {
+				if s, ok := p.(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
 	return []stricterCase{
+		{
+			name: "path rule: wider than npm-package-arg",
+			reason: "a leading \"~\" without \"/\" and a backslash are refused as paths (the rule Antler was given), " +
+				"and .zip and .whl names as archives (uvx installs them); npm reads such arguments as registry names " +
+				"no published package has. A git+file: URL is a git remote to npm, but one that clones a local " +
+				"repository: a path all the same.",
+			applies: func(v oracleVector, r oracleResult, err *Error) bool {
+				if err.Kind != PathPackage {
+					return false
+				}
+				for _, tok := range pathTokens(v, r) {
+					t := strings.ToLower(pyStrip(tok))
+					if pathSpec(tok) && (strings.HasPrefix(t, "~") && !strings.HasPrefix(t, "~/") ||
+						strings.Contains(t, `\`) || strings.Contains(t, "file:") && !strings.HasPrefix(t, "file:") ||
+						strings.HasSuffix(t, ".zip") || strings.HasSuffix(t, ".whl")) {
+						return true
+					}
+				}
+				return false
+			},
+		},
+		{
+			name: "path rule: the command under --package",
+			reason: "with --package, npx hands its first argument to the shell as the command, so it is not a " +
+				"package; a path there (/bin/sh, ./x, ../x) still names a file to run, and is refused like a path " +
+				"package. (A bare name there runs any program on PATH; see RATIONALE.md.)",
+			applies: func(v oracleVector, r oracleResult, err *Error) bool {
+				p, ok := npmPositional(r)
+				pkgs, _ := r.CLI["package"].([]any)
+				return err.Kind == PathPackage && ok && len(pkgs) > 0 && pathSpec(p)
+			},
+		},
 		{
 			name: "DeerFlow tripwire: --eval, -e, --print",
 			reason: "DeerFlow screens the interpreter flags --eval, -e and --print for npx too; npm 10.9.4 has no such " +
@@ -151,15 +215,20 @@ func TestAgainstRealNpx(t *testing.T) {
 }
 
 // checkValidator asserts that the validator rejects every vector npm would
-// run as code, and that each other rejection is one of expectedStricter.
+// run as code or that would make npm run a file path (the path rule alone
+// must see the latter), and that each other rejection is one of
+// expectedStricter.
 func checkValidator(t *testing.T, vectors []oracleVector, results []oracleResult) {
 	p := New()
 
 	stricter := expectedStricter()
 	counts := map[string]int{}
-	agree := 0
+	agree, files := 0, 0
 	for i, v := range vectors {
 		r := results[i]
+		if r.RunsFile {
+			files++
+		}
 		names := make([]string, 0, len(v.Env))
 		for k := range v.Env {
 			names = append(names, k)
@@ -170,10 +239,15 @@ func checkValidator(t *testing.T, vectors []oracleVector, results []oracleResult
 		if err != nil && !errors.As(err, &pe) {
 			t.Fatalf("npx %q: error %v is not an *Error", v.Args, err)
 		}
+		if r.RunsFile && !pathArg("npx", v.Args) {
+			t.Errorf("npx %q: npm would run a file path but the path rule does not see it (oracle: %+v)", v.Args, r)
+		}
 		switch {
 		case r.Code && err == nil:
 			t.Errorf("npx %q env %v: npm would run code (%+v) but the validator accepts", v.Args, names, r.Runs)
-		case !r.Code && err != nil:
+		case r.RunsFile && err == nil:
+			t.Errorf("npx %q env %v: npm would run a file path but the validator accepts", v.Args, names)
+		case !r.Code && !r.RunsFile && err != nil:
 			explained := false
 			for _, s := range stricter {
 				if s.applies(v, r, pe) {
@@ -189,7 +263,7 @@ func checkValidator(t *testing.T, vectors []oracleVector, results []oracleResult
 			agree++
 		}
 	}
-	t.Logf("%d vectors: %d agree with npm %s, deliberate differences: %v", len(vectors), agree, npmVersion, counts)
+	t.Logf("%d vectors (%d make npm run a file path): %d agree with npm %s, deliberate differences: %v", len(vectors), files, agree, npmVersion, counts)
 	if agree < len(vectors)/2 {
 		t.Errorf("only %d of %d vectors agree; the corpus or the oracle is off", agree, len(vectors))
 	}
@@ -359,6 +433,26 @@ func oracleCorpus() []oracleVector {
 		add([]string{"--package=@scope/pkg", "--", cmd, "arg"}, nil)
 		add([]string{"-y", cmd}, nil)
 		add([]string{"--no-package", "x", cmd}, nil)
+	}
+
+	// File paths where a package belongs, and package specs that are not
+	// paths: as the package, after "--", as --package's value, as the
+	// command under --package, and behind an unknown option.
+	for _, spec := range []string{
+		"/bin/sh", "./x", "../x", "~/x", "~x", ".", "..", ".hidden", "a/../b", "node_modules/../../../bin/sh",
+		"a/b/c", "@scope/a/b", "file:x", "FILE:/x", "git+file:///srv/repo", "c:x", "C:/x", `a\b`, " /bin/sh",
+		"x.tgz", "x.tar", "x.tar.gz", "x.zip", "x.whl", "pkg@./x", "pkg@/x", "pkg@~/x", "pkg@x.tgz", "pkg@c:x",
+		"pkg", "@scope/pkg", "@scope/pkg@1.2.3", "pkg@1.2.3", "pkg@~1.2.3", "pkg@latest", "user/repo",
+		"user/repo#feat/x", "github:user/repo", "https://example.com/x.tgz", "git+https://example.com/r.git",
+		"npm:pkg@1", "@scope/x.tgz", "server-bin", "bin/x",
+	} {
+		add([]string{"-y", spec}, nil)
+		add([]string{"--", spec, "arg"}, nil)
+		add([]string{"-p", spec, "server-bin"}, nil)
+		add([]string{"--package=" + spec, "server-bin"}, nil)
+		add([]string{"-p", "@scope/pkg", spec}, nil)
+		add([]string{"--foo", spec, "pkg"}, nil)
+		add([]string{"--browser", spec, "pkg"}, nil)
 	}
 
 	// npm config variables (names are what the validator sees).

@@ -214,8 +214,9 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 
 // command builds the stdio child: its own process group (so npx's node
 // grandchild is killed with it), a parent-death signal, the operator's cwd,
-// and only the inherited variables plus the configured env. The context mcp-go
-// passes is deliberately not used: the child lives until Close.
+// and only the inherited variables plus the configured env (plus, for npx,
+// an npm prefix with no bin folder: see npx.go). The context mcp-go passes is
+// deliberately not used: the child lives until Close.
 func (c *Conn) command(_ context.Context, name string, env []string, args []string) (*exec.Cmd, error) {
 	cmd := exec.Command(name, args...)
 	base := make([]string, 0, len(inheritedEnv)+len(env))
@@ -225,6 +226,13 @@ func (c *Conn) command(_ context.Context, name string, env []string, args []stri
 		}
 	}
 	cmd.Env = append(base, env...)
+	if isNpx(name) && cmd.Err == nil { // (a missing npx fails at Start)
+		extra, err := c.npxEnv(cmd.Path, cmd.Env)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Env = append(cmd.Env, extra...)
+	}
 	cmd.Dir = c.server.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = &lineLogger{log: c.log, onExit: c.exited, secrets: secretValues(c.server)}

@@ -31,6 +31,9 @@
 //     and a first positional argument that is not one plain word: it
 //     reaches `sh -c` unescaped.
 //
+// Apart from code, runsFile says whether exec would run or install a file
+// path given where a package belongs (see below).
+//
 // All of them only if exec is reached: not with --versions (runs `npm
 // version`), --version (prints and exits) or usage (-h, --help, --usage).
 'use strict'
@@ -47,6 +50,7 @@ const main = async () => {
   const fromBin = (id) => require(require.resolve(id, { paths: [binDir] }))
   const Config = fromBin('@npmcli/config')
   const { definitions, flatten, shorthands } = fromBin('@npmcli/config/lib/definitions')
+  const npa = fromBin('npm-package-arg')
 
   const npxPath = path.join(binDir, 'npx-cli.js')
   const cliPath = require.resolve(path.join(npmDir, 'lib', 'cli.js'))
@@ -152,6 +156,27 @@ const main = async () => {
       nodeOptions: go && nodeOptions,
       shellCommand: go && !call && packages.length > 0 && args.length > 0 && !shellWord(args[0]),
     }
+    // runsFile: exec would run or install a file path given as a package
+    // (libnpmexec 9, lib/index.js): a --package value npm-package-arg reads
+    // as a file or folder, or, without --package, a first argument that
+    // path.resolve takes out of the node_modules/.bin folder it is looked up
+    // in (localFileExists) or that npm-package-arg reads as a file or folder.
+    // (With --package the first argument is a shell command, not a package.)
+    const localBin = path.join(cwd, 'node_modules', '.bin')
+    const npaPath = (p) => {
+      try {
+        const type = npa(p, cwd).type
+        return type === 'file' || type === 'directory'
+      } catch {
+        return false
+      }
+    }
+    const escapes = (p) => {
+      const rel = path.relative(localBin, path.resolve(localBin, p))
+      return rel.split(path.sep)[0] === '..' || path.isAbsolute(rel)
+    }
+    r.runsFile = go && (packages.some(npaPath) ||
+      (packages.length === 0 && args.length > 0 && (escapes(args[0]) || npaPath(args[0]))))
     return finish(r)
   }
 
@@ -174,6 +199,7 @@ const finish = (r) => {
   r.runs = r.runs || { call: false, scriptShell: false, nodeOptions: false, shellCommand: false }
   r.execReached = !!r.execReached
   r.usageError = !!r.usageError
+  r.runsFile = !!r.runsFile
   r.code = Object.values(r.runs).some(Boolean)
   return r
 }
