@@ -50,8 +50,9 @@ func (d *decoder) substitute(v any) any {
 	}
 }
 
-// typeName names a JSON value's type for messages, never its content.
-func typeName(v any) string {
+// JSONType names the JSON type of a decoded value ("an object", "a list",
+// "a string", …) for messages that must not show the value itself.
+func JSONType(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
@@ -72,7 +73,7 @@ func typeName(v any) string {
 func (d *decoder) object(path string, v any) (*Object, bool) {
 	o, ok := v.(*Object)
 	if !ok {
-		d.fail(path, "must be an object, got %s", typeName(v))
+		d.fail(path, "must be an object, got %s", JSONType(v))
 	}
 	return o, ok
 }
@@ -80,7 +81,7 @@ func (d *decoder) object(path string, v any) (*Object, bool) {
 func (d *decoder) str(path string, v any) (string, bool) {
 	s, ok := v.(string)
 	if !ok {
-		d.fail(path, "must be a string, got %s", typeName(v))
+		d.fail(path, "must be a string, got %s", JSONType(v))
 	}
 	return s, ok
 }
@@ -101,7 +102,7 @@ func (d *decoder) boolean(path string, v any, def bool) bool {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		d.fail(path, "must be true or false, got %s", typeName(v))
+		d.fail(path, "must be true or false, got %s", JSONType(v))
 		return def
 	}
 	return b
@@ -110,7 +111,7 @@ func (d *decoder) boolean(path string, v any, def bool) bool {
 func (d *decoder) strList(path string, v any) []string {
 	list, ok := v.([]any)
 	if !ok {
-		d.fail(path, "must be a list of strings, got %s", typeName(v))
+		d.fail(path, "must be a list of strings, got %s", JSONType(v))
 		return nil
 	}
 	out := make([]string, 0, len(list))
@@ -143,7 +144,7 @@ func (d *decoder) strMap(path string, v any) Pairs {
 func (d *decoder) number(path string, v any) (float64, bool) {
 	n, ok := v.(json.Number)
 	if !ok {
-		d.fail(path, "must be a number, got %s", typeName(v))
+		d.fail(path, "must be a number, got %s", JSONType(v))
 		return 0, false
 	}
 	f, err := n.Float64()
@@ -209,7 +210,7 @@ func (d *decoder) enum(path string, v, raw any, allowed ...string) (string, bool
 func showRaw(raw any) string {
 	s, ok := raw.(string)
 	if !ok {
-		return typeName(raw)
+		return JSONType(raw)
 	}
 	if strings.HasPrefix(s, "$") {
 		return "the value of " + s

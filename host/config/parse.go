@@ -57,7 +57,7 @@ func FromTree(tree any, lookup envvar.Lookup) (*Extensions, error) {
 	d := &decoder{lookup: lookup}
 	raw, ok := tree.(*Object)
 	if !ok {
-		d.fail("", "the document must be a JSON object, got %s", typeName(tree))
+		d.fail("", "the document must be a JSON object, got %s", JSONType(tree))
 		return nil, d.problems
 	}
 	resolved := d.substitute(raw).(*Object)
@@ -99,11 +99,11 @@ func FromTree(tree any, lookup envvar.Lookup) (*Extensions, error) {
 			case *Object:
 				addSpec(indexPath("mcpInterceptors", i), t)
 			default:
-				d.warn(indexPath("mcpInterceptors", i), "must be a string or an object, got %s; skipping", typeName(e))
+				d.warn(indexPath("mcpInterceptors", i), "must be a string or an object, got %s; skipping", JSONType(e))
 			}
 		}
 	default:
-		d.warn("mcpInterceptors", "must be a list of strings, got %s; skipping", typeName(v))
+		d.warn("mcpInterceptors", "must be a list of strings, got %s; skipping", JSONType(v))
 	}
 
 	if v, ok := resolved.Get("middlewares"); ok && v != nil {
@@ -483,7 +483,7 @@ func (d *decoder) taskToolsets(path string, v, raw any) []TaskToolset {
 	rawList, _ := raw.([]any)
 	list, ok := v.([]any)
 	if !ok {
-		d.fail(path, "must be a list, got %s", typeName(v))
+		d.fail(path, "must be a list, got %s", JSONType(v))
 		return nil
 	}
 	var out []TaskToolset

@@ -140,7 +140,7 @@ func (d *rawDoc) storedServer(name string) (*config.Object, bool, error) {
 	}
 	o, isObj := v.(*config.Object)
 	if !isObj {
-		return nil, true, invalidConfig("mcpServers.%s: must be an object, got %s", name, jsonType(v))
+		return nil, true, invalidConfig("mcpServers.%s: must be an object, got %s", name, config.JSONType(v))
 	}
 	return o, true, nil
 }
@@ -354,7 +354,7 @@ func readObject(c echo.Context, allowed ...string) (*config.Object, error) {
 	}
 	o, ok := tree.(*config.Object)
 	if !ok {
-		return nil, adminFail(http.StatusBadRequest, "request body must be a JSON object, got %s", jsonType(tree))
+		return nil, adminFail(http.StatusBadRequest, "request body must be a JSON object, got %s", config.JSONType(tree))
 	}
 	for _, k := range o.Keys() {
 		known := false
@@ -378,33 +378,15 @@ func serverMap(body *config.Object) (*config.Object, error) {
 	v, _ := body.Get("mcp_servers")
 	m, ok := v.(*config.Object)
 	if !ok {
-		return nil, adminFail(http.StatusBadRequest, "mcp_servers: must be a JSON object, got %s", jsonType(v))
+		return nil, adminFail(http.StatusBadRequest, "mcp_servers: must be a JSON object, got %s", config.JSONType(v))
 	}
 	for _, name := range m.Keys() {
 		sv, _ := m.Get(name)
 		if _, ok := sv.(*config.Object); !ok {
-			return nil, adminFail(http.StatusBadRequest, "mcp_servers.%s: must be a JSON object, got %s", name, jsonType(sv))
+			return nil, adminFail(http.StatusBadRequest, "mcp_servers.%s: must be a JSON object, got %s", name, config.JSONType(sv))
 		}
 	}
 	return m, nil
-}
-
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case *config.Object:
-		return "an object"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func (s *Server) badBody(c echo.Context, err error) error {
@@ -546,7 +528,7 @@ func (s *Server) putServer(c echo.Context) error {
 	}
 	in, ok := rawGet(body, "server").(*config.Object)
 	if !ok {
-		return fail(c, http.StatusBadRequest, "server: must be a JSON object, got %s", jsonType(rawGet(body, "server")))
+		return fail(c, http.StatusBadRequest, "server: must be a JSON object, got %s", config.JSONType(rawGet(body, "server")))
 	}
 	return s.mutate(c, mutation{
 		missing: "MCP configuration not found",
