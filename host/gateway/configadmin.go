@@ -374,6 +374,15 @@ func readObject(c echo.Context, allowed ...string) (*config.Object, error) {
 }
 
 // serverMap reads the mcp_servers field: an object of server objects.
+// readServers reads a {"mcp_servers": {name: server}} body.
+func readServers(c echo.Context) (*config.Object, error) {
+	body, err := readObject(c, "mcp_servers")
+	if err != nil {
+		return nil, err
+	}
+	return serverMap(body)
+}
+
 func serverMap(body *config.Object) (*config.Object, error) {
 	v, _ := body.Get("mcp_servers")
 	m, ok := v.(*config.Object)
@@ -401,11 +410,7 @@ func (s *Server) badBody(c echo.Context, err error) error {
 // user_auth, headers_from_context and extras kept). Every server in the
 // body passes the full launch policy, enabled or not.
 func (s *Server) putConfig(c echo.Context) error {
-	body, err := readObject(c, "mcp_servers")
-	if err != nil {
-		return s.badBody(c, err)
-	}
-	incoming, err := serverMap(body)
+	incoming, err := readServers(c)
 	if err != nil {
 		return s.badBody(c, err)
 	}
@@ -481,11 +486,7 @@ func (s *Server) patchConfig(c echo.Context) error {
 // name exists. A new server may hold no "***" placeholder. Enabled ones pass
 // the full launch policy, disabled ones the command shape and environment.
 func (s *Server) addServers(c echo.Context) error {
-	body, err := readObject(c, "mcp_servers")
-	if err != nil {
-		return s.badBody(c, err)
-	}
-	incoming, err := serverMap(body)
+	incoming, err := readServers(c)
 	if err != nil {
 		return s.badBody(c, err)
 	}
