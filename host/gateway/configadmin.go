@@ -373,7 +373,6 @@ func readObject(c echo.Context, allowed ...string) (*config.Object, error) {
 	return o, nil
 }
 
-// serverMap reads the mcp_servers field: an object of server objects.
 // readServers reads a {"mcp_servers": {name: server}} body.
 func readServers(c echo.Context) (*config.Object, error) {
 	body, err := readObject(c, "mcp_servers")
@@ -383,6 +382,7 @@ func readServers(c echo.Context) (*config.Object, error) {
 	return serverMap(body)
 }
 
+// serverMap reads the mcp_servers field: an object of server objects.
 func serverMap(body *config.Object) (*config.Object, error) {
 	v, _ := body.Get("mcp_servers")
 	m, ok := v.(*config.Object)
