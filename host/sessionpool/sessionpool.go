@@ -134,14 +134,18 @@ func (p *Pool[S]) own(e *entry[S], dial DialFunc[S]) {
 	}()
 	sess, err := dial(ctx, func() { p.Evict(e.key, e) })
 	cancel()
-	e.sess, e.err = sess, err
-	close(e.ready)
 	if err != nil {
+		// Forget the failed entry before publishing the failure, so a Get
+		// that follows it dials again instead of finding the stale error.
 		p.mu.Lock()
 		if p.entries[e.key] == e {
 			p.removeLocked(e)
 		}
 		p.mu.Unlock()
+	}
+	e.sess, e.err = sess, err
+	close(e.ready)
+	if err != nil {
 		return
 	}
 	<-e.release
