@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -37,32 +39,36 @@ type sentEvent struct {
 // events: one "mcp_task" event per new event version, its data the same
 // envelope the webhook receives (the event framed as untrusted), its id the
 // time the event was recorded in unix milliseconds. A client that
-// reconnects with Last-Event-ID resumes after that time; without it the
-// stream starts now (the task list gives the current state). Delivery is at
-// least once: deduplicate on task_id and version.
+// reconnects with Last-Event-ID resumes from that time (events of the last
+// few seconds before it may come again); without it the stream starts now
+// (the task list gives the current state). Delivery is at least once:
+// deduplicate on task_id and version.
 func (s *Server) taskEvents(c echo.Context) error {
 	user, thread, ok, err := s.taskScope(c)
 	if !ok {
 		return err
 	}
-	start := time.Now()
+	start, resume := time.Now(), false
 	if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
 		ms, perr := strconv.ParseInt(last, 10, 64)
 		if perr != nil || ms < 0 {
 			return fail(c, http.StatusBadRequest, "Last-Event-ID: must be an event id from this stream")
 		}
-		start = time.UnixMilli(ms)
+		start, resume = time.UnixMilli(ms), true
 	}
 	ctx := c.Request().Context()
-	// Events recorded before the start were seen (or predate the stream).
 	seen := map[string]sentEvent{}
-	rows, err := s.tasks.ThreadEvents(ctx, thread, user, start.Add(-eventSlack), eventBatch)
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if r.EventRecordedAt.Before(start) {
-			seen[r.ID] = sentEvent{r.EventVersion, r.EventRecordedAt}
+	if !resume {
+		// A new stream starts now: events recorded before it are history,
+		// even those inside the re-read window.
+		err := s.eachEvent(ctx, thread, user, start.Add(-eventSlack), func(r taskstore.Task) error {
+			if r.EventRecordedAt.Before(start) {
+				seen[r.ID] = sentEvent{r.EventVersion, r.EventRecordedAt}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 
@@ -80,26 +86,26 @@ func (s *Server) taskEvents(c echo.Context) error {
 	defer keepalive.Stop()
 	cursor := start
 	for {
-		rows, err := s.tasks.ThreadEvents(ctx, thread, user, cursor.Add(-eventSlack), eventBatch)
-		if err != nil {
-			if ctx.Err() != nil {
+		err := s.eachEvent(ctx, thread, user, cursor.Add(-eventSlack), func(r taskstore.Task) error {
+			if seen[r.ID].version >= r.EventVersion {
 				return nil
 			}
-			s.log.Warn("task event stream: read failed", "request_id", requestIDFrom(c), "error", err.Error())
-		}
-		for _, r := range rows {
-			if seen[r.ID].version >= r.EventVersion {
-				continue
-			}
 			if err := writeTaskEvent(w, s.tasks.Event(r), r); err != nil {
-				return nil // the client went away
+				return errClientGone
 			}
 			seen[r.ID] = sentEvent{r.EventVersion, r.EventRecordedAt}
 			if r.EventRecordedAt.After(cursor) {
 				cursor = r.EventRecordedAt
 			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errClientGone) || ctx.Err() != nil:
+			return nil
+		case err != nil:
+			s.log.Warn("task event stream: read failed", "request_id", requestIDFrom(c), "error", err.Error())
 		}
-		for id, e := range seen {
+		for id, e := range seen { // no longer re-read
 			if e.at.Before(cursor.Add(-2 * eventSlack)) {
 				delete(seen, id)
 			}
@@ -117,6 +123,30 @@ func (s *Server) taskEvents(c echo.Context) error {
 			w.Flush()
 		case <-poll.C:
 		}
+	}
+}
+
+var errClientGone = errors.New("the event stream's client went away")
+
+// eachEvent calls fn, oldest first, for every event of the caller's thread
+// recorded at or after from, reading the store a page at a time.
+func (s *Server) eachEvent(ctx context.Context, thread, user string, from time.Time, fn func(taskstore.Task) error) error {
+	at, id := from, ""
+	for {
+		rows, err := s.tasks.ThreadEvents(ctx, thread, user, at, id, eventBatch)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(rows) < eventBatch {
+			return nil
+		}
+		last := rows[len(rows)-1]
+		at, id = last.EventRecordedAt, last.ID
 	}
 }
 

@@ -345,10 +345,10 @@ func toStore(s task.Snapshot) taskstore.Snapshot {
 	return out
 }
 
-// ThreadEvents returns the caller's tasks in a thread whose event was
-// recorded at or after since, oldest first.
-func (s *Service) ThreadEvents(ctx context.Context, threadID, userID string, since time.Time, limit int) ([]taskstore.Task, error) {
-	return s.store.ThreadEvents(ctx, threadID, userID, since, limit)
+// ThreadEvents pages through the caller's task events in a thread, oldest
+// first, after the position (at, id) (see taskstore.Store.ThreadEvents).
+func (s *Service) ThreadEvents(ctx context.Context, threadID, userID string, at time.Time, id string, limit int) ([]taskstore.Task, error) {
+	return s.store.ThreadEvents(ctx, threadID, userID, at, id, limit)
 }
 
 // Event is a task's current event document.

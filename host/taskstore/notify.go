@@ -201,16 +201,19 @@ func (s *Store) DeadLetter(ctx context.Context, l NotifyLease, errText string, c
 		append(l.args(now), boolInt(countFailure), text(errText))...)
 }
 
-// ThreadEvents returns the user's tasks in the thread whose event was
-// recorded at or after since, oldest first (then by id), at most limit: what
-// a live consumer of the thread's events has not seen yet.
-func (s *Store) ThreadEvents(ctx context.Context, threadID, userID string, since time.Time, limit int) ([]Task, error) {
+// ThreadEvents returns, oldest first, up to limit of the user's tasks in
+// the thread whose current event was recorded after the position (at, id):
+// later than at, or at at with an id greater than id (use "" to include
+// all of at). Paging with the last row's position reads every row exactly
+// once, however many share a millisecond.
+func (s *Store) ThreadEvents(ctx context.Context, threadID, userID string, at time.Time, id string, limit int) ([]Task, error) {
 	if limit <= 0 {
 		return nil, errors.New("taskstore: thread events limit must be positive")
 	}
 	rows, err := s.read.QueryContext(ctx, "SELECT "+taskColumns+` FROM mcp_tasks
  WHERE thread_id = $1 AND event_recorded_at >= $2 AND user_id = $3
- ORDER BY event_recorded_at, id LIMIT $4`, threadID, since.UnixMilli(), userID, limit)
+ AND (event_recorded_at > $2 OR id > $4)
+ ORDER BY event_recorded_at, id LIMIT $5`, threadID, at.UnixMilli(), userID, id, limit)
 	if err != nil {
 		return nil, fmt.Errorf("taskstore: thread events: %w", err)
 	}

@@ -5,6 +5,9 @@
 -- +goose Up
 ALTER TABLE mcp_tasks ADD COLUMN event_recorded_at BIGINT;
 CREATE INDEX ix_mcp_tasks_thread_events ON mcp_tasks (thread_id, event_recorded_at);
+-- Events recorded before this column existed: their last write is the best
+-- record time there is.
+UPDATE mcp_tasks SET event_recorded_at = updated_at WHERE event_version > 0;
 
 -- +goose Down
 DROP INDEX ix_mcp_tasks_thread_events;

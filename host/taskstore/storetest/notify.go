@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,18 +266,38 @@ func testThreadEvents(t *testing.T, s *taskstore.Store) {
 	create(t, s, newTask("other-thread", func(nt *taskstore.NewTask) {
 		nt.ThreadID, nt.Snapshot = "thread-2", status("completed")
 	}), at(2*time.Second))
-	evs, err := s.ThreadEvents(ctx, thread, user, at(0), 10)
+	evs, err := s.ThreadEvents(ctx, thread, user, at(0), "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(evs); !reflect.DeepEqual(got, []string{"b", "a"}) {
 		t.Errorf("ThreadEvents = %v, want [b a]", got)
 	}
-	if evs, _ = s.ThreadEvents(ctx, thread, user, at(1500*time.Millisecond), 10); !reflect.DeepEqual(ids(evs), []string{"a"}) {
+	if evs, _ = s.ThreadEvents(ctx, thread, user, at(1500*time.Millisecond), "", 10); !reflect.DeepEqual(ids(evs), []string{"a"}) {
 		t.Errorf("ThreadEvents since 1.5s = %v, want [a]", ids(evs))
 	}
-	if evs, _ = s.ThreadEvents(ctx, thread, "user-2", at(0), 10); len(evs) != 0 {
+	if evs, _ = s.ThreadEvents(ctx, thread, "user-2", at(0), "", 10); len(evs) != 0 {
 		t.Errorf("another user's events: %v", ids(evs))
+	}
+	// Paging by position reads rows sharing a millisecond exactly once.
+	for i := range 5 {
+		create(t, s, newTask(fmt.Sprintf("same-%d", i), func(nt *taskstore.NewTask) { nt.Snapshot = status("completed") }), at(time.Minute))
+	}
+	var paged []string
+	pos, id := at(time.Minute), ""
+	for {
+		page, err := s.ThreadEvents(ctx, thread, user, pos, id, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paged = append(paged, ids(page)...)
+		if len(page) < 2 {
+			break
+		}
+		pos, id = page[len(page)-1].EventRecordedAt, page[len(page)-1].ID
+	}
+	if got := strings.Join(paged, " "); got != "same-0 same-1 same-2 same-3 same-4" {
+		t.Errorf("paged ThreadEvents = %s", got)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(s.Event(get(t, s, "a")), &doc); err != nil || doc["status"] != "completed" || doc["task_id"] != "a" {
