@@ -139,7 +139,8 @@ type Webhook struct {
 var _ Notifier = (*Webhook)(nil)
 
 // Notify sends e. The receiver's answer decides: 2xx delivered; 404 or 410
-// ErrPermanent; 409 ErrBusy; any other status ErrRefused. Error texts name
+// ErrPermanent; 409 ErrBusy; any other status, redirects included (they are
+// never followed), ErrRefused. Error texts name
 // the status or the transport failure, never the URL (it may carry a token).
 func (w *Webhook) Notify(ctx context.Context, e Event) error {
 	body, err := json.Marshal(EnvelopeOf(e, true))
@@ -165,10 +166,14 @@ func (w *Webhook) Notify(ctx context.Context, e Event) error {
 	req.Header.Set(HeaderIdempotencyKey, e.IdempotencyKey())
 	req.Header.Set(HeaderEvent, "mcp_task.event")
 	req.Header.Set(HeaderSignature, Sign(w.Secret, now(), body))
-	client := w.Client
-	if client == nil {
-		client = &http.Client{Timeout: timeout}
+	client := http.Client{Timeout: timeout}
+	if w.Client != nil {
+		client = *w.Client
 	}
+	// A redirect is an answer, not a delivery: following it would turn the
+	// POST into a bodiless GET (301-303) whose 200 looks like success, or
+	// send the signed body elsewhere (307, 308).
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(req)
 	if err != nil {
 		var uerr *url.Error

@@ -86,10 +86,8 @@ func (s *Service) notifyOne(ctx context.Context, row taskstore.Task) error {
 		return record(s.store.DeadLetter(ctx, l, errText, true, at))
 	case errors.Is(err, tasknotify.ErrBusy):
 		return record(s.store.ReleaseNotification(ctx, l, "", false, at.Add(s.cfg.PollInterval()), at))
-	case errors.Is(err, tasknotify.ErrRefused):
-		return record(s.store.FinishFailed(ctx, l, errText, retry, at))
-	default:
-		return record(s.store.ReleaseNotification(ctx, l, errText, true, retry, at))
+	default: // refused (answered) or unknown (no answer): counted
+		return record(s.store.FinishFailed(ctx, l, errText, errors.Is(err, tasknotify.ErrRefused), retry, at))
 	}
 }
 

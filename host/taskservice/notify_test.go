@@ -289,6 +289,24 @@ func TestWebhookBusyIsRetriedWithoutCounting(t *testing.T) {
 	}
 }
 
+// A redirect is never followed (a 302 would turn the POST into a GET whose
+// 200 looks like a delivery): it is a refusal.
+func TestWebhookRedirectIsNotADelivery(t *testing.T) {
+	var gets int
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gets++ }))
+	t.Cleanup(target.Close)
+	hook := httptest.NewServer(http.RedirectHandler(target.URL, http.StatusFound))
+	t.Cleanup(hook.Close)
+	r := newNotifyRig(t, openStore(t, filepath.Join(t.TempDir(), "tasks.db")), hook.URL)
+	r.completed("task-1", `"ok"`)
+	row := r.pass("task-1")
+	if row.NotificationStatus != taskstore.NotifyRetry || row.NotificationAttemptCount != 1 ||
+		!strings.Contains(row.NotificationError, "webhook answered 302") || gets != 0 {
+		t.Fatalf("after a 302: status %q, count %d, error %q, redirected requests %d", row.NotificationStatus,
+			row.NotificationAttemptCount, row.NotificationError, gets)
+	}
+}
+
 // A receiver that never answers: counted, and resent with the same key
 // (it may have the request).
 func TestWebhookWithoutAnswerIsResentWithTheSameKey(t *testing.T) {
@@ -306,6 +324,11 @@ func TestWebhookWithoutAnswerIsResentWithTheSameKey(t *testing.T) {
 	if got := strings.Join(hook.keys(), " "); got != "mcp-task:task-1:1:0 mcp-task:task-1:1:0 mcp-task:task-1:1:0" {
 		t.Errorf("keys = %s", got)
 	}
+	for _, d := range hook.deliveries()[1:] {
+		if string(d.body.Event) != string(hook.deliveries()[0].body.Event) {
+			t.Errorf("a resend under the same key carried another event: %s", d.body.Event)
+		}
+	}
 }
 
 // A webhook URL nobody listens on: the error names the failure, not the URL.
@@ -319,7 +342,7 @@ func TestWebhookUnreachable(t *testing.T) {
 	r := newNotifyRig(t, openStore(t, filepath.Join(t.TempDir(), "tasks.db")), url)
 	r.completed("task-1", `"ok"`)
 	row := r.pass("task-1")
-	if row.NotificationStatus != taskstore.NotifyPending || row.NotificationAttemptCount != 1 ||
+	if row.NotificationStatus != taskstore.NotifyRetry || row.NotificationAttemptCount != 1 || row.DispatchAttempt != 0 ||
 		!strings.Contains(row.NotificationError, "connection refused") || strings.Contains(row.NotificationError, "url-canary") {
 		t.Fatalf("after an unreachable webhook: status %q, count %d, error %q", row.NotificationStatus, row.NotificationAttemptCount, row.NotificationError)
 	}

@@ -161,15 +161,18 @@ func (s *Store) FinishDelivered(ctx context.Context, l NotifyLease, now time.Tim
  WHERE `+notifyFence+` AND notification_status = 'dispatched'`, l.args(now)...)
 }
 
-// FinishFailed records a delivery the receiver answered with a failure: the
-// task waits in retry until next, with errText, one more counted failure and
-// a new dispatch attempt (the next send carries a new idempotency key, since
-// the receiver has told us this attempt did not take). The lease is released.
-func (s *Store) FinishFailed(ctx context.Context, l NotifyLease, errText string, next, now time.Time) (bool, error) {
+// FinishFailed records a failed delivery: the task waits in retry until
+// next, with errText and one more counted failure, keeping the snapshot it
+// was sent with. answered says the receiver answered with a failure: this
+// attempt is known not to have taken, so the next send is a new dispatch
+// attempt (a new idempotency key). Without an answer the receiver may have
+// the request, so the next send repeats the attempt: same key, same body.
+// The lease is released.
+func (s *Store) FinishFailed(ctx context.Context, l NotifyLease, errText string, answered bool, next, now time.Time) (bool, error) {
 	return s.update(ctx, "finish notification of "+l.ID, `UPDATE mcp_tasks SET notification_status = 'retry',
- dispatch_attempt = dispatch_attempt + 1, notification_attempt_count = notification_attempt_count + 1,
+ dispatch_attempt = dispatch_attempt + $8, notification_attempt_count = notification_attempt_count + 1,
  notification_error = $6, next_notification_at = $7, updated_at = $4, `+clearNotifyLease+`
- WHERE `+notifyFence+` AND notification_status = 'dispatched'`, append(l.args(now), text(errText), ms(next))...)
+ WHERE `+notifyFence+` AND notification_status = 'dispatched'`, append(l.args(now), text(errText), ms(next), boolInt(answered))...)
 }
 
 // ReleaseNotification gives the claim back without a verdict on the

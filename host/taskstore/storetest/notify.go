@@ -150,7 +150,7 @@ func testNotifyRetries(t *testing.T, s *taskstore.Store) {
 	l := taskstore.LeaseOf(c)
 	ok, err := s.MarkDispatched(ctx, l, at(0))
 	check(t, "MarkDispatched", ok, err, true)
-	ok, err = s.FinishFailed(ctx, l, "webhook answered 500", at(5*time.Second), at(time.Second))
+	ok, err = s.FinishFailed(ctx, l, "webhook answered 500", true, at(5*time.Second), at(time.Second))
 	check(t, "FinishFailed", ok, err, true)
 	got := get(t, s, "done")
 	if got.NotificationStatus != taskstore.NotifyRetry || got.DispatchAttempt != 1 || got.NotificationAttemptCount != 1 ||
@@ -185,12 +185,24 @@ func testNotifyRetries(t *testing.T, s *taskstore.Store) {
 	if got = get(t, s, "done"); got.NotificationAttemptCount != 2 || got.DispatchAttempt != 1 || got.NotificationError != "connection refused" {
 		t.Fatalf("after a counted release: %+v", got)
 	}
+	// A send without an answer: counted, same snapshot, same attempt.
+	c = claimNotifyOne(t, s, at(20*time.Second), "owner-a", "done")
+	l = taskstore.LeaseOf(c)
+	ok, err = s.MarkDispatched(ctx, l, at(20*time.Second))
+	check(t, "MarkDispatched", ok, err, true)
+	ok, err = s.FinishFailed(ctx, l, "timed out", false, at(30*time.Second), at(21*time.Second))
+	check(t, "FinishFailed without an answer", ok, err, true)
+	got = get(t, s, "done")
+	if got.NotificationStatus != taskstore.NotifyRetry || got.NotificationAttemptCount != 3 || got.DispatchAttempt != 1 ||
+		string(got.DispatchEvent) != string(c.DispatchEvent) {
+		t.Fatalf("after a send without an answer: %+v", got)
+	}
 	// A sender that dies after MarkDispatched: the next claim resends the
 	// same snapshot and attempt.
-	c = claimNotifyOne(t, s, at(20*time.Second), "owner-a", "done")
-	ok, err = s.MarkDispatched(ctx, taskstore.LeaseOf(c), at(20*time.Second))
+	c = claimNotifyOne(t, s, at(30*time.Second), "owner-a", "done")
+	ok, err = s.MarkDispatched(ctx, taskstore.LeaseOf(c), at(30*time.Second))
 	check(t, "MarkDispatched", ok, err, true)
-	c2 := claimNotifyOne(t, s, at(20*time.Second+lease+time.Second), "owner-b", "done")
+	c2 := claimNotifyOne(t, s, at(30*time.Second+lease+time.Second), "owner-b", "done")
 	if c2.NotificationStatus != taskstore.NotifyDispatched || c2.DispatchAttempt != 1 || string(c2.DispatchEvent) != string(c.DispatchEvent) {
 		t.Fatalf("re-claim of a dispatched row: %+v", c2)
 	}
