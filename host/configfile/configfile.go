@@ -108,7 +108,7 @@ func (f *File) Path() string { return f.path }
 // than a minute. Under the lock no cooperating writer can own one, and the age
 // limit spares a writer that does not take the lock. DeerFlow leaves them.
 func (f *File) Update(ctx context.Context, fn func(current []byte, exists bool) ([]byte, error), after func()) error {
-	unlock, target, err := f.lock(ctx)
+	unlock, target, err := f.lock(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,13 @@ func (f *File) Update(ctx context.Context, fn func(current []byte, exists bool) 
 // locks too, so it never sees a state between two steps of a writer's cycle).
 // A missing file is data=nil, exists=false and no error.
 func (f *File) Read(ctx context.Context) (data []byte, exists bool, err error) {
-	unlock, _, err := f.lock(ctx)
+	unlock, _, err := f.lock(ctx, false)
+	if errors.Is(err, errNoSidecar) {
+		// A read-only folder (a mounted ConfigMap, say) or one nobody has
+		// written through a lock yet: nothing to wait for, and writes are
+		// whole-file renames, so an unlocked read sees a whole file.
+		return f.readLocked()
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -160,8 +166,9 @@ func (f *File) readLocked() ([]byte, bool, error) {
 
 // lock takes the process-wide mutex and then the flock for the file's sidecar.
 // It returns the release function and the resolved target the sidecar belongs
-// to.
-func (f *File) lock(ctx context.Context) (unlock func(), target string, err error) {
+// to. Without create, a sidecar (or folder) that does not exist or cannot be
+// opened is errNoSidecar, and nothing is created.
+func (f *File) lock(ctx context.Context, create bool) (unlock func(), target string, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
@@ -181,7 +188,7 @@ func (f *File) lock(ctx context.Context) (unlock func(), target string, err erro
 	if err != nil {
 		return nil, "", err
 	}
-	lf, err := flockContext(ctx, lockPath)
+	lf, err := flockContext(ctx, lockPath, create)
 	if err != nil {
 		release()
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -219,13 +226,20 @@ const (
 // writable descriptor), and read-only otherwise (a sidecar created by another
 // user). Go opens it close-on-exec, so stdio MCP servers started while the
 // lock is held never inherit it.
-func flockContext(ctx context.Context, lockPath string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(lockPath), dirMode); err != nil {
-		return nil, fmt.Errorf("create directory for lock file: %w", err)
+func flockContext(ctx context.Context, lockPath string, create bool) (*os.File, error) {
+	flags := os.O_RDWR
+	if create {
+		if err := os.MkdirAll(filepath.Dir(lockPath), dirMode); err != nil {
+			return nil, fmt.Errorf("create directory for lock file: %w", err)
+		}
+		flags |= os.O_CREATE
 	}
-	lf, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	lf, err := os.OpenFile(lockPath, flags, 0o644)
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 		lf, err = os.OpenFile(lockPath, os.O_RDONLY, 0)
+	}
+	if err != nil && !create {
+		return nil, fmt.Errorf("%w: %w", errNoSidecar, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)
@@ -255,6 +269,9 @@ func flockContext(ctx context.Context, lockPath string) (*os.File, error) {
 		delay = min(2*delay, flockPollMax)
 	}
 }
+
+// errNoSidecar reports a lock file that a reader may not create.
+var errNoSidecar = errors.New("no lock file")
 
 // pathLocks is the process's one table of in-process locks, keyed by sidecar
 // path, so every File for one target shares a single mutex.

@@ -332,3 +332,28 @@ func counter(t *testing.T, data []byte) int {
 	}
 	return doc.N
 }
+
+// Read creates nothing: a config in a folder the host may not write (a
+// mounted ConfigMap) reads without a lock file, and reading a missing file
+// creates no folder.
+func TestReadCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "extensions_config.json")
+	if err := os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data, exists, err := New(path, nil).Read(context.Background())
+	if err != nil || !exists || string(data) != `{"mcpServers": {}}` {
+		t.Fatalf("Read = %q, %v, %v", data, exists, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".extensions_config.json.lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Read created the lock file: %v", err)
+	}
+	missing := filepath.Join(dir, "absent", "extensions_config.json")
+	if _, exists, err := New(missing, nil).Read(context.Background()); err != nil || exists {
+		t.Fatalf("Read of a missing file = %v, %v", exists, err)
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Read created the folder: %v", err)
+	}
+}
