@@ -42,6 +42,16 @@ func (e *Extensions) TaskFreeze() TaskFreeze {
 	return f
 }
 
+// Servers returns the task-enabled servers' names, sorted.
+func (f TaskFreeze) Servers() []string {
+	names := make([]string, 0, len(f.servers))
+	for name := range f.servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Drift names what differs in now from f: task-enabled servers added,
 // removed or changed (sorted), then "mcpInterceptors" if that list changed.
 // It is empty when task calls may proceed.

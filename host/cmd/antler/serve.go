@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/launchpolicy"
@@ -106,7 +105,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	tasks, closeTasks, err := startTasks(ctx, st, cache, log)
+	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -186,21 +185,12 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, log *slog.Logger) (*taskservice.Service, func(), error) {
-	var taskServers []string
-	// The task-enabled configuration is frozen here: a later edit of it is
-	// refused for task calls until a restart (reference §6.7).
-	frozen := (&config.Extensions{}).TaskFreeze()
-	if path, err := cache.ConfigPath(); err == nil && path != "" {
-		if ext, _, err := config.Load(path, envvar.OS); err == nil {
-			frozen = ext.TaskFreeze()
-			for _, srv := range ext.Enabled() {
-				if len(srv.TaskToolsets) > 0 {
-					taskServers = append(taskServers, srv.Name)
-				}
-			}
-		}
-	}
+func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger) (*taskservice.Service, func(), error) {
+	// The task-enabled configuration is frozen as the host started with it:
+	// a later edit of it is refused for task calls until a restart
+	// (reference §6.7).
+	frozen := snap.TaskFreeze
+	taskServers := frozen.Servers()
 	if !st.MCPTasks.Enabled {
 		if len(taskServers) > 0 {
 			return nil, nil, fmt.Errorf("MCP task_toolsets are configured (server %s), so mcp_tasks.enabled=true is required in the settings; Antler will not silently expose these tools as synchronous calls", strings.Join(taskServers, ", "))
