@@ -205,11 +205,18 @@ func (s *Server) mutate(c echo.Context, m mutation) error {
 		}
 		// The loader the host uses, with the process environment: $VAR
 		// references resolve exactly as they will when the file is loaded.
-		if _, err := config.Parse(data, envvar.OS); err != nil {
+		ext, err := config.Parse(data, envvar.OS)
+		if err != nil {
 			return nil, invalidConfigError(err)
 		}
 		for _, chk := range checks {
-			l := launchOf(chk.name, chk.server)
+			srv, ok := ext.Server(chk.name)
+			if !ok {
+				continue
+			}
+			// The policy sees what the host will launch: $VAR references
+			// resolved, the transport alias applied.
+			l := launchOf(srv)
 			if chk.full {
 				err = policy.Check(l)
 			} else {
@@ -291,29 +298,27 @@ func invalidConfigError(err error) error {
 	return err
 }
 
-// launchOf describes a raw server to the launch policy: the type with the
-// "transport" alias applied and lower-cased (stdio by default), and the
-// command, args and env names as written (placeholders unresolved, as
-// DeerFlow screens the request model).
-func launchOf(name string, o *config.Object) launchpolicy.Launch {
-	l := launchpolicy.Launch{Server: name, Type: config.TransportStdio}
-	if t, _ := rawGet(o, "type").(string); t != "" {
-		l.Type = strings.ToLower(t)
-	} else if t, _ := rawGet(o, "transport").(string); t != "" {
-		l.Type = strings.ToLower(t)
-	}
-	l.Command, _ = rawGet(o, "command").(string)
-	if args, ok := rawGet(o, "args").([]any); ok {
-		for _, a := range args {
-			if s, ok := a.(string); ok {
-				l.Args = append(l.Args, s)
-			}
-		}
-	}
-	if env, ok := rawGet(o, "env").(*config.Object); ok {
-		l.EnvNames = append(l.EnvNames, env.Keys()...)
+// launchOf describes a parsed server to the launch policy.
+func launchOf(srv *config.Server) launchpolicy.Launch {
+	l := launchpolicy.Launch{Server: srv.Name, Type: srv.Type, Command: srv.Command, Args: srv.Args}
+	for _, p := range srv.Env {
+		l.EnvNames = append(l.EnvNames, p.Key)
 	}
 	return l
+}
+
+// sameLaunch reports whether two raw entries launch the same way as far as
+// the policy can tell: transport, command, args and env names.
+func sameLaunch(a, b *config.Object) bool {
+	fields := func(o *config.Object) string {
+		var env []string
+		if e, ok := rawGet(o, "env").(*config.Object); ok {
+			env = e.Keys()
+		}
+		b, _ := json.Marshal([]any{rawGet(o, "type"), rawGet(o, "transport"), rawGet(o, "command"), rawGet(o, "args"), env})
+		return string(b)
+	}
+	return fields(a) == fields(b)
 }
 
 func rawGet(o *config.Object, key string) any {
@@ -437,6 +442,12 @@ func (s *Server) putConfig(c echo.Context) error {
 					return nil, err
 				}
 				next.Set(name, merged)
+				// An enabled entry sent back as it launches today is not
+				// news: the operator's file (or an earlier screened call)
+				// put it there, and it must not block edits of the others.
+				if ok && serverEnabled(stored) && serverEnabled(merged) && sameLaunch(stored, merged) {
+					continue
+				}
 				checks = append(checks, checkFor(name, merged, true))
 			}
 			doc.replaceServers(next)

@@ -929,3 +929,46 @@ func TestConfigAdminConcurrentWriters(t *testing.T) {
 	}
 	noTempFiles(t, filepath.Dir(a.path))
 }
+
+// The policy screens what the host will launch: a $VAR in the transport,
+// command or args is resolved first, as the loader will resolve it.
+func TestConfigAdminScreensResolvedLaunch(t *testing.T) {
+	a := newAdminAPI(t, `{"mcpServers": {}}`)
+	t.Setenv("ANTLER_TEST_TRANSPORT", "stdio")
+	t.Setenv("ANTLER_TEST_FLAG", "--call")
+	before := a.file()
+	for name, server := range map[string]string{
+		"type":    `{"type": "$ANTLER_TEST_TRANSPORT", "command": "bash", "args": ["-c", "echo pwned"]}`,
+		"args":    `{"command": "npx", "args": ["$ANTLER_TEST_FLAG", "echo pwned"]}`,
+		"command": `{"type": "$ANTLER_TEST_TRANSPORT", "command": "npx", "args": ["-c", "echo pwned"]}`,
+	} {
+		code, res := a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"evil": `+server+`}}`)
+		if code != 400 || strings.Contains(fmt.Sprint(res["error"]), "pwned") {
+			t.Errorf("%s placeholder: %d %v, want 400 without the value", name, code, res)
+		}
+		a.unchanged(before)
+	}
+}
+
+// A whole-set PUT does not re-screen an enabled entry it sends back as it
+// launches today (an operator's file may set what the API refuses), but
+// screens it as soon as its launch changes.
+func TestConfigAdminBulkPutKeepsOperatorEntries(t *testing.T) {
+	a := newAdminAPI(t, `{"mcpServers": {"global": {"command": "npx", "args": ["-y", "some-server"],
+		"env": {"npm_config_prefix": "/usr/local", "TOKEN": "`+adminCanary+`"}}}}`)
+	put := func(args string) (int, map[string]any) {
+		return a.call("PUT", "/api/mcp/config", `{"mcp_servers": {
+			"global": {"command": "npx", "args": `+args+`, "env": {"npm_config_prefix": "***", "TOKEN": "***"}},
+			"remote": {"type": "http", "url": "https://example.invalid/mcp"}}}`)
+	}
+	if code, res := put(`["-y", "some-server"]`); code != 200 {
+		t.Fatalf("PUT with the operator's entry unchanged: %d %v", code, res)
+	}
+	if env := a.server("global")["env"].(map[string]any); env["npm_config_prefix"] != "/usr/local" || env["TOKEN"] != adminCanary {
+		t.Errorf("stored env lost: %v", env)
+	}
+	before := a.file()
+	code, res := put(`["-y", "other-server"]`)
+	wantError(t, code, res, 400, "npm_config_prefix")
+	a.unchanged(before)
+}
