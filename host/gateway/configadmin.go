@@ -228,7 +228,7 @@ func (s *Server) mutate(c echo.Context, m mutation) error {
 		}
 		servers = maskedServers(data, doc)
 		return data, nil
-	}, s.cache.Reset)
+	}, s.cache.Rebuild) // only the sessions of servers whose launch changed are retired
 	if err != nil {
 		return s.configFailure(c, err, m.failure)
 	}

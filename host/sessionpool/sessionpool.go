@@ -15,22 +15,42 @@ import (
 	"time"
 )
 
-// Defaults (DeerFlow's MAX_SESSIONS; an idle session is closed after the timeout).
+// Defaults (DeerFlow's MAX_SESSIONS; an idle session is closed after the
+// timeout). DefaultMaxPerUser keeps one user from filling the pool: sixteen
+// sessions are a handful of threads with two or three stdio servers each.
 const (
 	DefaultMaxSessions = 256
+	DefaultMaxPerUser  = 16
 	DefaultIdleTimeout = 30 * time.Minute
 )
 
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("session pool closed")
 
+// ErrUserLimit is returned when the caller's user already has the maximum
+// number of sessions and every one of them is busy (a call in flight) or
+// pinned (an active durable task), so none can be closed for the new one.
+var ErrUserLimit = errors.New("sessionpool: the user's session limit is reached and all of its sessions are in use")
+
+// ErrFull is returned when the pool holds the maximum number of sessions and
+// every one of them is busy or pinned.
+var ErrFull = errors.New("sessionpool: the pool is full and all of its sessions are in use")
+
 // Key names one session. Config identifies the server settings the session
 // was started with, so a session started under an old configuration is never
-// handed to a call made under a new one.
+// handed to a call made under a new one. User and Thread are the parts of
+// Scope, which the per-user limit and the pinned hook need.
 type Key struct {
 	Server string
 	Scope  string
 	Config string
+	User   string
+	Thread string
+}
+
+// NewKey returns the key of server's session for user's thread.
+func NewKey(server, user, thread, config string) Key {
+	return Key{Server: server, Scope: ScopeKey(user, thread), Config: config, User: user, Thread: thread}
 }
 
 // Session is what the pool keeps: an upstream connection.
@@ -42,14 +62,30 @@ type Session interface {
 // own (the pool then evicts it at once).
 type DialFunc[S Session] func(ctx context.Context, exited func()) (S, error)
 
+// Options bound a pool; zero values mean the defaults.
+type Options struct {
+	MaxSessions int
+	// MaxPerUser caps one user's sessions across servers and threads.
+	MaxPerUser  int
+	IdleTimeout time.Duration
+	// Pinned reports whether the session of (server, user, thread) holds
+	// something that dies with it, such as an active durable task. A pinned
+	// session is never closed for room or for idleness. It is called without
+	// the pool's lock held; nil pins nothing.
+	Pinned func(server, user, thread string) bool
+}
+
 // Pool is safe for concurrent use.
 type Pool[S Session] struct {
-	max  int
-	idle time.Duration
+	max     int
+	perUser int
+	idle    time.Duration
+	pinned  func(server, user, thread string) bool
 
 	mu      sync.Mutex
 	entries map[Key]*entry[S]
-	lru     *list.List // of *entry, most recent at the front
+	users   map[string]int // sessions per user
+	lru     *list.List     // of *entry, most recent at the front
 	closed  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -63,62 +99,154 @@ type entry[S Session] struct {
 	err      error
 	release  chan struct{} // closed to tell the owner to close the session
 	lastUsed time.Time
+	leases   int // callers holding the session (waiting for it or calling)
 }
 
-// New returns a pool; zero values mean the defaults.
-func New[S Session](maxSessions int, idle time.Duration) *Pool[S] {
-	if maxSessions <= 0 {
-		maxSessions = DefaultMaxSessions
+// New returns a pool.
+func New[S Session](opts Options) *Pool[S] {
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
 	}
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
+	if opts.MaxPerUser <= 0 {
+		opts.MaxPerUser = DefaultMaxPerUser
 	}
-	p := &Pool[S]{max: maxSessions, idle: idle, entries: map[Key]*entry[S]{}, lru: list.New(), stop: make(chan struct{})}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	p := &Pool[S]{max: opts.MaxSessions, perUser: opts.MaxPerUser, idle: opts.IdleTimeout, pinned: opts.Pinned,
+		entries: map[Key]*entry[S]{}, users: map[string]int{}, lru: list.New(), stop: make(chan struct{})}
 	p.wg.Go(p.janitor)
 	return p
 }
 
-// Get returns the live session for key, joining a creation in flight or
+// maxRoomAttempts bounds how often one Get frees a slot that a concurrent
+// Get then takes.
+const maxRoomAttempts = 8
+
+// Get leases the live session for key, joining a creation in flight or
 // starting one (bounded by ctx, which only limits the wait: the session's own
-// life is the owner goroutine's). The least recently used session is closed
-// when the pool is full.
-func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (S, error) {
+// life is the owner goroutine's). The caller must call release when its call
+// is over: a leased session is never closed for room or idleness.
+//
+// A new session needs room. When key's user is at its limit, the user's own
+// least recently used session that is neither leased nor pinned is closed;
+// when the pool is full, the least recently used such session of any user.
+// With no such session the answer is ErrUserLimit or ErrFull.
+func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, release func(), err error) {
 	var zero S
-	p.mu.Lock()
-	if p.closed {
+	for attempt := 0; ; attempt++ {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return zero, nil, ErrClosed
+		}
+		if e, ok := p.entries[key]; ok {
+			p.lru.MoveToFront(e.elem)
+			return p.lease(ctx, e)
+		}
+		candidates, full := p.roomLocked(key.User)
+		if full == nil {
+			e := &entry[S]{key: key, ready: make(chan struct{}), release: make(chan struct{})}
+			e.elem = p.lru.PushFront(e)
+			p.entries[key] = e
+			p.users[key.User]++
+			p.wg.Go(func() { p.own(e, dial) })
+			return p.lease(ctx, e)
+		}
 		p.mu.Unlock()
-		return zero, ErrClosed
-	}
-	e, ok := p.entries[key]
-	if !ok {
-		e = &entry[S]{key: key, ready: make(chan struct{}), release: make(chan struct{})}
-		e.elem = p.lru.PushFront(e)
-		p.entries[key] = e
-		var victims []*entry[S]
-		for p.lru.Len() > p.max {
-			v := p.lru.Back().Value.(*entry[S])
-			p.removeLocked(v)
-			victims = append(victims, v)
+		if attempt == maxRoomAttempts || !p.evictOne(candidates) {
+			return zero, nil, full
 		}
-		p.wg.Go(func() { p.own(e, dial) })
-		for _, v := range victims {
-			close(v.release)
-		}
-	} else {
-		p.lru.MoveToFront(e.elem)
 	}
+}
+
+// lease takes a lease on e (p.mu held, and released here) and waits for it.
+func (p *Pool[S]) lease(ctx context.Context, e *entry[S]) (S, func(), error) {
+	var zero S
+	e.leases++
 	e.lastUsed = time.Now()
 	p.mu.Unlock()
-
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			p.mu.Lock()
+			e.leases--
+			e.lastUsed = time.Now()
+			p.mu.Unlock()
+		})
+	}
 	select {
 	case <-e.ready:
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		release()
+		return zero, nil, ctx.Err()
 	}
 	if e.err != nil {
-		return zero, e.err
+		release()
+		return zero, nil, e.err
 	}
-	return e.sess, nil
+	return e.sess, release, nil
+}
+
+// roomLocked reports whether a new session of user fits (nil) or which limit
+// it hits, with the sessions that could make room, least recently used first.
+func (p *Pool[S]) roomLocked(user string) ([]*entry[S], error) {
+	var limit error
+	switch {
+	case p.users[user] >= p.perUser:
+		limit = ErrUserLimit
+	case len(p.entries) >= p.max:
+		limit = ErrFull
+	default:
+		return nil, nil
+	}
+	var out []*entry[S]
+	for el := p.lru.Back(); el != nil; el = el.Prev() {
+		e := el.Value.(*entry[S])
+		if (limit == ErrFull || e.key.User == user) && p.idleLocked(e) {
+			out = append(out, e)
+		}
+	}
+	return out, limit
+}
+
+// idleLocked reports whether e is a live session nobody holds.
+func (p *Pool[S]) idleLocked(e *entry[S]) bool {
+	if e.leases > 0 {
+		return false
+	}
+	select {
+	case <-e.ready:
+		return e.err == nil
+	default:
+		return false // still dialling
+	}
+}
+
+// isPinned asks the hook about e (without p.mu held).
+func (p *Pool[S]) isPinned(e *entry[S]) bool {
+	return p.pinned != nil && p.pinned(e.key.Server, e.key.User, e.key.Thread)
+}
+
+// evictOne closes the first candidate that is not pinned and is still idle
+// once the lock is taken again; it reports whether it closed one.
+func (p *Pool[S]) evictOne(candidates []*entry[S]) bool {
+	for _, e := range candidates {
+		if p.isPinned(e) {
+			continue
+		}
+		p.mu.Lock()
+		ok := p.entries[e.key] == e && p.idleLocked(e)
+		if ok {
+			p.removeLocked(e)
+		}
+		p.mu.Unlock()
+		if ok {
+			close(e.release)
+			return true
+		}
+	}
+	return false
 }
 
 // own is the session's owner goroutine: it opens the session, publishes it,
@@ -183,6 +311,9 @@ func sameSession[S Session](e *entry[S], token any) bool {
 func (p *Pool[S]) removeLocked(e *entry[S]) {
 	delete(p.entries, e.key)
 	p.lru.Remove(e.elem)
+	if p.users[e.key.User]--; p.users[e.key.User] <= 0 {
+		delete(p.users, e.key.User)
+	}
 }
 
 // CloseServer closes every session of server (its config changed).
@@ -240,30 +371,47 @@ func (p *Pool[S]) Len() int {
 	return len(p.entries)
 }
 
-// janitor closes sessions idle for longer than the timeout.
+// janitor closes sessions idle for longer than the timeout, except leased
+// and pinned ones.
 func (p *Pool[S]) janitor() {
-	t := time.NewTicker(max(p.idle/4, time.Second))
+	t := time.NewTicker(max(p.idle/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case now := <-t.C:
-			p.mu.Lock()
-			var victims []*entry[S]
-			for e := p.lru.Back(); e != nil; {
-				prev := e.Prev()
-				en := e.Value.(*entry[S])
-				if now.Sub(en.lastUsed) > p.idle {
-					p.removeLocked(en)
-					victims = append(victims, en)
-				}
-				e = prev
-			}
-			p.mu.Unlock()
-			for _, v := range victims {
-				close(v.release)
-			}
+			p.closeIdle(now)
+		}
+	}
+}
+
+func (p *Pool[S]) closeIdle(now time.Time) {
+	type expired struct {
+		e        *entry[S]
+		lastUsed time.Time
+	}
+	var due []expired
+	p.mu.Lock()
+	for el := p.lru.Back(); el != nil; el = el.Prev() {
+		e := el.Value.(*entry[S])
+		if now.Sub(e.lastUsed) > p.idle && p.idleLocked(e) {
+			due = append(due, expired{e, e.lastUsed})
+		}
+	}
+	p.mu.Unlock()
+	for _, x := range due {
+		if p.isPinned(x.e) {
+			continue
+		}
+		p.mu.Lock()
+		ok := p.entries[x.e.key] == x.e && p.idleLocked(x.e) && x.e.lastUsed.Equal(x.lastUsed)
+		if ok {
+			p.removeLocked(x.e)
+		}
+		p.mu.Unlock()
+		if ok {
+			close(x.e.release)
 		}
 	}
 }

@@ -45,15 +45,24 @@ func (d *dialer) dial(ctx context.Context, exited func()) (*fakeSession, error) 
 
 func key(scope string) sessionpool.Key { return sessionpool.Key{Server: "s", Scope: scope} }
 
+// get leases a session and gives the lease back at once: the call is over.
+func get(p *sessionpool.Pool[*fakeSession], k sessionpool.Key, dial sessionpool.DialFunc[*fakeSession]) (*fakeSession, error) {
+	s, release, err := p.Get(context.Background(), k, dial)
+	if err == nil {
+		release()
+	}
+	return s, err
+}
+
 func TestConcurrentGetsShareOneDial(t *testing.T) {
-	p := sessionpool.New[*fakeSession](0, 0)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{})
 	defer p.Close()
 	d := &dialer{delay: 50 * time.Millisecond}
 	var wg sync.WaitGroup
 	got := make([]*fakeSession, 20)
 	for i := range got {
 		wg.Go(func() {
-			s, err := p.Get(context.Background(), key("a:t"), d.dial)
+			s, err := get(p, key("a:t"), d.dial)
 			if err != nil {
 				t.Error(err)
 			}
@@ -72,15 +81,15 @@ func TestConcurrentGetsShareOneDial(t *testing.T) {
 }
 
 func TestLRUCapClosesTheOldest(t *testing.T) {
-	p := sessionpool.New[*fakeSession](2, 0)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{MaxSessions: 2})
 	defer p.Close()
 	d := &dialer{}
-	a, _ := p.Get(context.Background(), key("a"), d.dial)
-	b, _ := p.Get(context.Background(), key("b"), d.dial)
-	if _, err := p.Get(context.Background(), key("a"), d.dial); err != nil { // a is now the most recent
+	a, _ := get(p, key("a"), d.dial)
+	b, _ := get(p, key("b"), d.dial)
+	if _, err := get(p, key("a"), d.dial); err != nil { // a is now the most recent
 		t.Fatal(err)
 	}
-	if _, err := p.Get(context.Background(), key("c"), d.dial); err != nil {
+	if _, err := get(p, key("c"), d.dial); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return b.closed.Load() })
@@ -93,65 +102,65 @@ func TestLRUCapClosesTheOldest(t *testing.T) {
 }
 
 func TestLateEvictionNeverRemovesTheReplacement(t *testing.T) {
-	p := sessionpool.New[*fakeSession](0, 0)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{})
 	defer p.Close()
 	d := &dialer{}
-	old, _ := p.Get(context.Background(), key("a"), d.dial)
+	old, _ := get(p, key("a"), d.dial)
 	p.Evict(key("a"), old) // the old session failed
-	fresh, _ := p.Get(context.Background(), key("a"), d.dial)
+	fresh, _ := get(p, key("a"), d.dial)
 	if fresh == old {
 		t.Fatal("the evicted session was handed out again")
 	}
 	var wg sync.WaitGroup
 	for range 50 { // late errors from calls on the old session, racing new calls
 		wg.Go(func() { p.Evict(key("a"), old) })
-		wg.Go(func() { _, _ = p.Get(context.Background(), key("a"), d.dial) })
+		wg.Go(func() { _, _ = get(p, key("a"), d.dial) })
 	}
 	wg.Wait()
-	if s, _ := p.Get(context.Background(), key("a"), d.dial); s != fresh || fresh.closed.Load() {
+	if s, _ := get(p, key("a"), d.dial); s != fresh || fresh.closed.Load() {
 		t.Error("a late eviction of the old session removed its replacement")
 	}
 	waitFor(t, func() bool { return old.closed.Load() })
 }
 
 func TestExitedSessionIsEvicted(t *testing.T) {
-	p := sessionpool.New[*fakeSession](0, 0)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{})
 	defer p.Close()
 	d := &dialer{}
-	s, _ := p.Get(context.Background(), key("a"), d.dial)
+	s, _ := get(p, key("a"), d.dial)
 	s.exited()
 	waitFor(t, func() bool { return p.Len() == 0 && s.closed.Load() })
-	if again, _ := p.Get(context.Background(), key("a"), d.dial); again == s {
+	if again, _ := get(p, key("a"), d.dial); again == s {
 		t.Error("an exited session was reused")
 	}
 }
 
 func TestFailedDialIsNotCached(t *testing.T) {
-	p := sessionpool.New[*fakeSession](0, 0)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{})
 	defer p.Close()
 	d := &dialer{fail: true}
-	if _, err := p.Get(context.Background(), key("a"), d.dial); err == nil {
+	if _, err := get(p, key("a"), d.dial); err == nil {
 		t.Fatal("want the dial error")
 	}
 	d.fail = false
-	if _, err := p.Get(context.Background(), key("a"), d.dial); err != nil {
+	if _, err := get(p, key("a"), d.dial); err != nil {
 		t.Fatalf("the next Get retried nothing: %v", err)
 	}
 }
 
 func TestIdleSessionsAreClosed(t *testing.T) {
-	p := sessionpool.New[*fakeSession](0, 100*time.Millisecond)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{IdleTimeout: 100 * time.Millisecond})
 	defer p.Close()
-	s, _ := p.Get(context.Background(), key("a"), (&dialer{}).dial)
+	s, _ := get(p, key("a"), (&dialer{}).dial)
 	waitFor(t, func() bool { return s.closed.Load() && p.Len() == 0 })
 }
 
 func TestCloseServerAndCounts(t *testing.T) {
-	p := sessionpool.New[*fakeSession](0, 0)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{})
 	d := &dialer{}
-	a, _ := p.Get(context.Background(), sessionpool.Key{Server: "x", Scope: "1"}, d.dial)
-	_, _ = p.Get(context.Background(), sessionpool.Key{Server: "x", Scope: "2"}, d.dial)
-	b, _ := p.Get(context.Background(), sessionpool.Key{Server: "y", Scope: "1"}, d.dial)
+	a, _ := get(p, sessionpool.Key{Server: "x", Scope: "1"}, d.dial)
+	_, _ = get(p, sessionpool.Key{Server: "x", Scope: "2"}, d.dial)
+	b, _ := get(p, sessionpool.Key{Server: "y", Scope: "1"}, d.dial)
 	if c := p.Counts(); c["x"] != 2 || c["y"] != 1 {
 		t.Errorf("counts %v", c)
 	}
@@ -164,7 +173,7 @@ func TestCloseServerAndCounts(t *testing.T) {
 	if !b.closed.Load() {
 		t.Error("Close left a session open")
 	}
-	if _, err := p.Get(context.Background(), key("z"), d.dial); !errors.Is(err, sessionpool.ErrClosed) {
+	if _, err := get(p, key("z"), d.dial); !errors.Is(err, sessionpool.ErrClosed) {
 		t.Errorf("Get after Close: %v", err)
 	}
 }

@@ -70,6 +70,9 @@ type StdioPool struct {
 	MaxSessions int `yaml:"max_sessions"`
 	// IdleTimeout closes a session unused this long (Go duration, default 30m).
 	IdleTimeout string `yaml:"idle_timeout"`
+	// MaxSessionsPerUser caps one user's sessions (default 16): at the cap
+	// only that user's own idle sessions are closed for a new one.
+	MaxSessionsPerUser int `yaml:"max_sessions_per_user"`
 }
 
 // Auth holds the API keys. With none, the host serves loopback only and
@@ -187,6 +190,9 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 	}
 	if s.StdioPool.MaxSessions < 0 {
 		problems = append(problems, "stdio_pool.max_sessions: must not be negative")
+	}
+	if s.StdioPool.MaxSessionsPerUser < 0 {
+		problems = append(problems, "stdio_pool.max_sessions_per_user: must not be negative")
 	}
 	if s.StdioPool.IdleTimeout != "" {
 		if d, err := time.ParseDuration(s.StdioPool.IdleTimeout); err != nil || d <= 0 {

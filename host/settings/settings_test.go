@@ -165,6 +165,11 @@ func TestLoadInvalid(t *testing.T) {
 			want: []string{"auth.keys[0].key: must not be empty"},
 		},
 		{
+			name: "negative per-user session limit",
+			yaml: "stdio_pool:\n  max_sessions_per_user: -1\n",
+			want: []string{"stdio_pool.max_sessions_per_user: must not be negative"},
+		},
+		{
 			name: "bad role",
 			yaml: "auth:\n  keys:\n    - {key: k, user: u, role: root}\n",
 			want: []string{"auth.keys[0].role: must be one of admin, agent, internal"},

@@ -61,6 +61,12 @@ type Options struct {
 	// sessions, 30 minutes).
 	MaxSessions int
 	IdleTimeout time.Duration
+	// MaxSessionsPerUser caps one user's stdio sessions (zero: 16).
+	MaxSessionsPerUser int
+	// Pinned reports whether (server, user, thread) has an active durable
+	// task: its stdio session is then never closed for room or idleness,
+	// since the task would die with the process. nil pins nothing.
+	Pinned func(server, user, thread string) bool
 }
 
 // Cache is safe for concurrent use.
@@ -118,7 +124,8 @@ func New(opts Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	dir, _ := os.Getwd()
-	return &Cache{opts: opts, log: log, dir: dir, pool: sessionpool.New[*upstream.Conn](opts.MaxSessions, opts.IdleTimeout)}
+	return &Cache{opts: opts, log: log, dir: dir, pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
+		MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned})}
 }
 
 // Snapshot returns the current tools, discovering them on first use or after
@@ -188,6 +195,19 @@ func (c *Cache) Reset() {
 		retired.close()
 	}
 	c.pool.CloseAll()
+}
+
+// Rebuild retires the published tools like Reset but keeps the stdio
+// sessions of every server whose launch settings are unchanged: the next
+// discovery closes only the sessions of servers that changed or are gone, as
+// a file edit does. The config API calls it after a write.
+func (c *Cache) Rebuild() {
+	c.mu.Lock()
+	retired := c.retireLocked()
+	c.mu.Unlock()
+	if retired != nil {
+		retired.close()
+	}
 }
 
 // Close retires everything; later reads fail with ErrClosed.

@@ -285,9 +285,11 @@ func (ep *endpoint) close() {
 	}
 }
 
-// session returns the stdio session for the call's user and thread,
-// starting one in the thread's workspace if there is none.
-func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*upstream.Conn, sessionpool.Key, *pinnedThread, error) {
+// session leases the stdio session for the call's user and thread,
+// starting one in the thread's workspace if there is none. The caller must
+// call release when the call is over: until then the session is in flight
+// and the pool never closes it to make room.
+func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (conn *upstream.Conn, key sessionpool.Key, pt *pinnedThread, release func(), err error) {
 	user, thread := req.UserID, req.ThreadID
 	if user == "" {
 		user = "default"
@@ -295,20 +297,19 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 	if thread == "" {
 		thread = workspace.DefaultThread
 	}
-	key := sessionpool.Key{Server: ep.server.Name, Scope: sessionpool.ScopeKey(user, thread), Config: ep.version}
+	key = sessionpool.NewKey(ep.server.Name, user, thread, ep.version)
 	srv := ep.server
-	var pt *pinnedThread
 	if ep.dataDir != "" {
 		ws, err := workspace.Paths(ep.dataDir, user, thread)
 		if err != nil {
-			return nil, key, nil, err
+			return nil, key, nil, nil, err
 		}
 		srv = pinned(ep.server, ws)
 		pt = &pinnedThread{Thread: ws, cwd: srv.Cwd}
 	}
 	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
 	defer cancel()
-	conn, err := ep.pool.Get(dctx, key, func(dial context.Context, exited func()) (*upstream.Conn, error) {
+	conn, release, err = ep.pool.Get(dctx, key, func(dial context.Context, exited func()) (*upstream.Conn, error) {
 		if pt != nil {
 			// The folders are made when a session starts, not on every call.
 			if err := pt.Create(); err != nil {
@@ -321,7 +322,7 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 		defer icancel()
 		return upstream.Dial(ictx, srv, opts)
 	})
-	return conn, key, pt, err
+	return conn, key, pt, release, err
 }
 
 // pinnedThread is the workspace a stdio call ran in.
@@ -339,6 +340,7 @@ func pinned(srv *config.Server, ws workspace.Thread) *config.Server {
 		c.Cwd = ws.Workspace
 	}
 	c.Env = append(config.Pairs(nil), srv.Env...)
+	c.Env = append(c.Env, config.Pair{Key: "ANTLER_THREAD_WORKSPACE", Value: ws.Workspace})
 	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
 		if _, set := c.Env.Get(k); !set {
 			c.Env = append(c.Env, config.Pair{Key: k, Value: ws.Tmp})
@@ -355,9 +357,17 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 	var pt *pinnedThread
 	var err error
 	if ep.pool != nil {
-		conn, key, pt, err = ep.session(ctx, req)
+		var release func()
+		conn, key, pt, release, err = ep.session(ctx, req)
+		if err == nil {
+			defer release()
+		}
 	} else {
 		conn, err = ep.get(ctx)
+	}
+	if errors.Is(err, sessionpool.ErrUserLimit) || errors.Is(err, sessionpool.ErrFull) {
+		ep.log.Warn("no stdio session available", "server", name, "tool", tool, "user", req.UserID, "error", err.Error())
+		return nil, &CallError{Server: name, Tool: tool, Err: err, Message: noSessionMessage(name, tool, err)}
 	}
 	if err != nil {
 		ep.log.Warn("upstream unavailable", "server", name, "tool", tool, "error", Redact(err.Error()))
@@ -415,6 +425,15 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 		return nil, &CallError{Server: name, Tool: tool, Err: err,
 			Message: fmt.Sprintf("MCP tool '%s' on server '%s' failed", tool, name)}
 	}
+}
+
+// noSessionMessage tells the model why a call found no session and what to
+// do, without naming processes, limits or other users.
+func noSessionMessage(server, tool string, err error) string {
+	if errors.Is(err, sessionpool.ErrUserLimit) {
+		return fmt.Sprintf("MCP tool '%s' on server '%s' could not start: this user already has the maximum number of open MCP sessions, all busy with calls or background tasks. Retry after one of them finishes, or continue in an existing thread.", tool, server)
+	}
+	return fmt.Sprintf("MCP tool '%s' on server '%s' could not start: the host has no free MCP session right now. Retry later.", tool, server)
 }
 
 // withTimeout bounds ctx by d; zero means no bound.

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -84,6 +85,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	idle, _ := time.ParseDuration(st.StdioPool.IdleTimeout) // validated with the settings
+	// The task store, once the task runtime has opened it.
+	var taskStore atomic.Pointer[taskstore.Store]
 	cache := toolcache.New(toolcache.Options{
 		ConfigPath:     *cfgPath,
 		Logger:         log,
@@ -92,6 +95,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		DataDir:        st.DataDir,
 		MaxSessions:    st.StdioPool.MaxSessions,
 		IdleTimeout:    idle,
+		// A stdio session holding an active durable task is never closed
+		// for room or idleness: the task lives in that process.
+		MaxSessionsPerUser: st.StdioPool.MaxSessionsPerUser,
+		Pinned:             activeTaskIn(&taskStore),
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
@@ -105,7 +112,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log)
+	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log, &taskStore)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -185,7 +192,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger) (*taskservice.Service, func(), error) {
+func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store]) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
 	// a later edit of it is refused for task calls until a restart
 	// (reference §6.7).
@@ -205,6 +212,7 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 	if err != nil {
 		return nil, nil, fmt.Errorf("task store: %w", err)
 	}
+	opened.Store(store)
 	var drivers task.Registry
 	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache, Frozen: &frozen})); err != nil {
 		store.Close()
@@ -217,7 +225,23 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 	svc := taskservice.New(opts)
 	svc.Start()
 	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner(), "webhook", opts.Notifier != nil)
-	return svc, func() { svc.Stop(); store.Close() }, nil
+	return svc, func() { svc.Stop(); opened.Store(nil); store.Close() }, nil
+}
+
+// activeTaskIn is the session pool's pinned hook: whether the task store
+// (once open) holds an active task of server in user's thread. When the
+// store cannot answer, the session is kept: closing it could lose a task.
+func activeTaskIn(store *atomic.Pointer[taskstore.Store]) func(server, user, thread string) bool {
+	return func(server, user, thread string) bool {
+		s := store.Load()
+		if s == nil {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		active, err := s.HasActive(ctx, server, user, thread)
+		return active || err != nil
+	}
 }
 
 // redactDSN drops a database URL's password for the log.

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"NotifyDeadLetter", testNotifyDeadLetter},
 		{"NotifyFencing", testNotifyFencing},
 		{"ThreadEvents", testThreadEvents},
+		{"HasActive", testHasActive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
