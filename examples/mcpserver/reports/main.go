@@ -21,10 +21,14 @@
 //	reports [-transport stdio|http|sse] [-listen 127.0.0.1:0] [-name reports]
 //	        [-state tasks.json]
 //
-// With -state, every task and counter is written to that JSON file after each
+// With a state file, every task and counter is written to it after each
 // change and read back at start, so the server survives its own restart (a
 // task whose delay elapsed while the server was down is completed when it
-// comes back). Without it, tasks live only as long as the process.
+// comes back). Over stdio the default file is .reports/<name>.json in the
+// thread workspace the host names in $ANTLER_THREAD_WORKSPACE, else in the
+// working directory: a host that restarts starts a new child in the same
+// workspace, which resumes the tasks. Over HTTP and SSE, and with -state "",
+// tasks live only as long as the process unless -state names a file.
 //
 // With -transport http (streamable HTTP, endpoint /mcp) or -transport sse
 // (legacy HTTP+SSE, endpoints /sse and /message) the server prints exactly one
@@ -124,9 +128,14 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	flags.StringVar(&cfg.transport, "transport", transportStdio, "transport: stdio, http (streamable HTTP at /mcp) or sse (HTTP+SSE at /sse and /message)")
 	flags.StringVar(&cfg.listen, "listen", "127.0.0.1:0", "listen address for the http and sse transports")
 	flags.StringVar(&cfg.name, "name", "reports", "server name advertised to clients")
-	flags.StringVar(&cfg.statePath, "state", "", "JSON file that persists tasks and counters across restarts (default: memory only)")
+	flags.StringVar(&cfg.statePath, "state", "", "JSON file that persists tasks and counters across restarts (default: over stdio .reports/<name>.json in $"+workspaceEnv+" or the working directory, else memory only; \"\" for memory only)")
 	if err := flags.Parse(args); err != nil {
 		return config{}, err
+	}
+	stateSet := false
+	flags.Visit(func(f *flag.Flag) { stateSet = stateSet || f.Name == "state" })
+	if !stateSet && cfg.transport == transportStdio {
+		cfg.statePath = defaultStatePath(cfg.name, os.Getenv(workspaceEnv))
 	}
 	if flags.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", flags.Args())
@@ -137,6 +146,27 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 		return config{}, fmt.Errorf("unknown transport %q: want stdio, http or sse", cfg.transport)
 	}
 	return cfg, nil
+}
+
+// workspaceEnv names the thread workspace of a stdio child the host pools
+// per user thread.
+const workspaceEnv = "ANTLER_THREAD_WORKSPACE"
+
+// defaultStatePath is the stdio state file: .reports/<name>.json under the
+// workspace, or under the working directory when there is none. The name
+// keeps two servers of one workspace apart; anything but [A-Za-z0-9._-]
+// in it becomes "_".
+func defaultStatePath(name, workspace string) string {
+	safe := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, name)
+	if safe == "" || strings.Trim(safe, ".") == "" {
+		safe = "reports"
+	}
+	return filepath.Join(workspace, ".reports", safe+".json")
 }
 
 // run loads the task store, builds the MCP server and serves it on the

@@ -149,7 +149,8 @@ func transports() map[string]connectFunc {
 	return map[string]connectFunc{
 		"stdio": func(t *testing.T, args ...string) *client.Client {
 			t.Helper()
-			c, err := client.NewStdioMCPClient(binPath, nil, args...)
+			// Over stdio the server keeps its tasks in its workspace.
+			c, err := client.NewStdioMCPClient(binPath, []string{workspaceEnv + "=" + t.TempDir()}, args...)
 			if err != nil {
 				t.Fatalf("start stdio client: %v", err)
 			}
@@ -834,6 +835,56 @@ func TestStartupErrors(t *testing.T) {
 		err := cmd.Run()
 		if code := cmd.ProcessState.ExitCode(); code != tc.wantCode || !strings.Contains(stderr.String(), tc.wantErr) {
 			t.Errorf("%v: exit %d (%v), stderr %q; want exit %d mentioning %q", tc.args, code, err, stderr.String(), tc.wantCode, tc.wantErr)
+		}
+	}
+}
+
+// TestStdioKeepsTasksInItsWorkspace kills a stdio server started without
+// -state in a thread workspace: the next process in that workspace (what a
+// restarted host starts) knows the task and completes it. -state "" keeps
+// tasks in memory.
+func TestStdioKeepsTasksInItsWorkspace(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	start := func(args ...string) *client.Client {
+		t.Helper()
+		c, err := client.NewStdioMCPClient(binPath, []string{workspaceEnv + "=" + ws}, args...)
+		if err != nil {
+			t.Fatalf("start stdio client: %v", err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return initialized(t, c)
+	}
+	first := start()
+	id := submit(t, first, map[string]any{"topic": "q3", "delay_ms": 300})
+	_ = first.Close() // the host went away with its child
+	if _, err := os.Stat(filepath.Join(ws, ".reports", "reports.json")); err != nil {
+		t.Fatalf("no state file in the workspace: %v", err)
+	}
+	second := start()
+	if p := await(t, second, id); p.Status != statusCompleted || !strings.Contains(p.Result, "q3") {
+		t.Errorf("task after the restart = %v, want completed", p.raw)
+	}
+	memory := start("-state", "", "-name", "memory")
+	if p := status(t, memory, id); p.Status != statusFailed {
+		t.Errorf("-state \"\" server knows the task: %v", p.raw)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".reports", "memory.json")); err == nil {
+		t.Error(`-state "" wrote a state file`)
+	}
+}
+
+func TestDefaultStatePath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, workspace, want string }{
+		{"reports", "/data/ws", "/data/ws/.reports/reports.json"},
+		{"reports", "", ".reports/reports.json"},
+		{"../../etc/x", "/ws", "/ws/.reports/.._.._etc_x.json"},
+		{"..", "/ws", "/ws/.reports/reports.json"},
+		{"", "/ws", "/ws/.reports/reports.json"},
+	} {
+		if got := defaultStatePath(tc.name, tc.workspace); got != tc.want {
+			t.Errorf("defaultStatePath(%q, %q) = %q, want %q", tc.name, tc.workspace, got, tc.want)
 		}
 	}
 }
