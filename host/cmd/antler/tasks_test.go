@@ -82,15 +82,17 @@ func (s *serveBinary) do(method, path, body string) (int, map[string]any) {
 
 // TestDurableReportSurvivesAHostCrash submits a report through the gateway,
 // kills the host with SIGKILL while it is being polled, restarts it on the
-// same SQLite file, and sees the task complete.
+// same SQLite file, and sees the task complete. The reports server runs as
+// configured in the quick start, without -state: its pooled stdio child
+// keeps the jobs in its thread workspace, and the restarted host's new
+// child in that workspace resumes them.
 func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 	dir := t.TempDir()
 	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
 	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
 	cfg := filepath.Join(dir, "extensions_config.json")
-	state := filepath.Join(dir, "reports-state.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "args": ["-state", %q], "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, reports, state)
+	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, reports)
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +137,10 @@ func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 		t.Errorf("another thread's task: %d, want 404", code)
 	}
 	time.Sleep(1500 * time.Millisecond) // at least one poll happened
+	state := filepath.Join(data, "users", "default", "threads", "t1", "user-data", "workspace", ".reports", "reports.json")
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("the reports child keeps no jobs in its thread workspace: %v", err)
+	}
 	_ = host.cmd.Process.Signal(syscall.SIGKILL)
 	_ = host.cmd.Wait()
 
