@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIdleTimeoutKeepsAnActiveTasksProcess runs the real host with a short
+// stdio idle timeout and a poll interval longer than it, and the reports
+// server with its jobs in memory only: the task's process sits idle between
+// polls, and the task completes only because its session is pinned by the
+// active task in the store.
+func TestIdleTimeoutKeepsAnActiveTasksProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
+	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
+	cfg := filepath.Join(dir, "extensions_config.json")
+	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "args": ["-state", ""], "task_toolsets": [{"name": "report-generation",
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, reports)
+	yml := "stdio_pool:\n  idle_timeout: 400ms\nmcp_tasks:\n  enabled: true\n  poll_interval_seconds: 3\n"
+	settingsFile := filepath.Join(dir, "antler.yaml")
+	for path, body := range map[string]string{cfg: doc, settingsFile: yml} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := startServe(t, antler, "--config", cfg, "--settings", settingsFile, "--data", filepath.Join(dir, "data"))
+	code, res := host.do("POST", "/api/mcp/tools/reports_submit_report/call", `{"arguments": {"topic": "q3", "delay_ms": 4000}, "thread_id": "t1"}`)
+	sc, _ := res["structuredContent"].(map[string]any)
+	id, _ := sc["task_id"].(string)
+	if code != 200 || !strings.HasPrefix(id, "mcp-task-") {
+		t.Fatalf("submit: %d %v", code, res)
+	}
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		_, detail := host.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
+		if detail["status"] == "completed" {
+			break
+		}
+		if detail["status"] == "failed" || time.Now().After(deadline) {
+			t.Fatalf("the task is %v: its idle process was closed under it\n%s", detail, host.errb)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// With no active task left, the idle process goes.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		_, servers := host.do("GET", "/api/mcp/servers", "")
+		if strings.Contains(fmt.Sprint(servers["servers"]), "sessions:0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished task's process was never closed: %v", servers)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
