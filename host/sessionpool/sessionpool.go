@@ -3,7 +3,9 @@
 // that thread, and two users never share a process. It is DeerFlow's
 // MCPSessionPool: an LRU cap, an idle timeout, one owner goroutine per session
 // that opens and closes it, and eviction that only ever removes the session
-// that failed, never its replacement.
+// that failed, never its replacement. On top of it, fairness: each user has a
+// share of the pool, calls hold leases, and neither a leased session nor one
+// the Pinned hook names (an active durable task) is closed for room or idleness.
 package sessionpool
 
 import (
