@@ -92,6 +92,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		DataDir:        st.DataDir,
 		MaxSessions:    st.StdioPool.MaxSessions,
 		IdleTimeout:    idle,
+		MaxResultBytes: st.MaxResultBytes,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
