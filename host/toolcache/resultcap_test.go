@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testnpm"
@@ -127,5 +130,69 @@ func TestFilesystemReadMultipleFilesAboveTheHostDefault(t *testing.T) {
 	one, _ := json.Marshal(map[string]any{"paths": paths[:1]})
 	if _, err := callTool(s, "fs_read_multiple_files", string(one)); err != nil {
 		t.Fatalf("one file, under the cap, on the same session: %v", err)
+	}
+}
+
+// countingHandler counts the log records whose message contains a phrase.
+type countingHandler struct {
+	slog.Handler
+	phrase string
+	n      *atomic.Int64
+}
+
+func (countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.phrase) {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+// A config file edited to above config.MaxFileSize is refused by its size:
+// the last good tools keep serving, the refusal is logged once for that
+// revision however often the cache is read, and a good edit is picked up.
+func TestOversizeConfigIsRefusedKeepingLastGood(t *testing.T) {
+	bin := testmcp.Build(t)
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	good := doc(`"a": ` + stdio(bin, ""))
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var refused atomic.Int64
+	log := slog.New(countingHandler{Handler: slog.DiscardHandler, phrase: "cannot be loaded", n: &refused})
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, Logger: log})
+	t.Cleanup(cache.Close)
+	ctx := context.Background()
+	s1, err := cache.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same servers, padded past the limit: only the size is wrong.
+	big := doc(`"a": `+stdio(bin, "", "-tools", "padded")) + strings.Repeat(" ", int(config.MaxFileSize))
+	if err := os.WriteFile(path, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s, err := cache.Snapshot(ctx)
+		if err != nil || s != s1 {
+			t.Fatalf("an oversize edit replaced the tools: %v", err)
+		}
+	}
+	if n := refused.Load(); n != 1 {
+		t.Errorf("the oversize revision was reported %d times, want once", n)
+	}
+	if _, err := callTool(s1, "a_echo", `{"message": "still here"}`); err != nil {
+		t.Errorf("the last good tools stopped serving: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(doc(`"a": `+stdio(bin, "", "-tools", "fixed"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := cache.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s3.Tool("a_fixed"); !ok {
+		t.Fatal("the good edit after the oversize one was not picked up")
 	}
 }
