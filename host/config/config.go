@@ -156,6 +156,9 @@ type Server struct {
 	// ProtocolVersion pins the MCP revision to negotiate (Antler extension);
 	// empty lets the client negotiate the newest both sides speak.
 	ProtocolVersion string
+	// MaxResultBytes bounds one message from the server, a tool result
+	// included (Antler extension); zero means the host's default.
+	MaxResultBytes int64
 	// Extra holds unknown keys (after $VAR substitution), kept for the round trip.
 	Extra *Object
 

@@ -189,6 +189,26 @@ func (d *decoder) seconds(path string, v any) time.Duration {
 	return time.Duration(math.Round(f * float64(time.Second)))
 }
 
+// maxByteCount bounds byte-count settings: 1 TiB is far past any sane cap
+// and well inside both int64 and float64's exact integers.
+const maxByteCount = 1 << 40
+
+// byteCount reads a positive whole number of bytes; null means unset (0).
+func (d *decoder) byteCount(path string, v any) int64 {
+	if v == nil {
+		return 0
+	}
+	f, ok := d.number(path, v)
+	if !ok {
+		return 0
+	}
+	if f != math.Trunc(f) || f < 1 || f > maxByteCount {
+		d.fail(path, "must be a whole number of bytes from 1 to %d", int64(maxByteCount))
+		return 0
+	}
+	return int64(f)
+}
+
 // enum reads a string that must be one of allowed. The message echoes the
 // raw (unsubstituted) text only, never a resolved variable.
 func (d *decoder) enum(path string, v, raw any, allowed ...string) (string, bool) {

@@ -80,6 +80,14 @@ func Locate(explicit string, lookup envvar.Lookup, dir string) (path, source str
 	return "", ""
 }
 
+// MaxFileSize is the largest extensions_config.json Antler reads (4 MiB, far
+// past any real configuration). A larger file is refused by its size alone,
+// so the hot path never reads or hashes it.
+const MaxFileSize int64 = 4 << 20
+
+// ErrFileTooLarge is wrapped when the configuration file exceeds MaxFileSize.
+var ErrFileTooLarge = errors.New("extensions config file is too large")
+
 // Signature identifies one revision of a file: its modification time, size and
 // SHA-256 of the whole content. The hash is always computed, so a same-second,
 // same-size swap is caught too.
@@ -102,8 +110,16 @@ func Stat(path string) (sig Signature, ok bool) {
 // Signer computes signatures reusing one read buffer, for the hot path that
 // checks the file on every read. It is not safe for concurrent use.
 type Signer struct {
-	buf []byte
+	// Limit, when positive, is the largest file that is read and hashed: a
+	// larger one gets a signature of its mtime and size only (not
+	// Verifiable), from the stat alone.
+	Limit int64
+	buf   []byte
 }
+
+// ConfigSigner is the Signer for extensions_config.json: files above
+// MaxFileSize are never read.
+func ConfigSigner() Signer { return Signer{Limit: MaxFileSize} }
 
 // Stat is the package-level Stat with the signer's buffer.
 func (s *Signer) Stat(path string) (sig Signature, ok bool) {
@@ -120,6 +136,9 @@ func (s *Signer) Stat(path string) (sig Signature, ok bool) {
 		return Signature{}, false
 	}
 	sig = Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}
+	if s.Limit > 0 && st.Size() > s.Limit {
+		return sig, true
+	}
 	if int64(cap(s.buf)) < st.Size() {
 		s.buf = make([]byte, st.Size(), st.Size()+512)
 	}
@@ -183,9 +202,22 @@ func readStable(path string) ([]byte, Signature, error) {
 	if st.IsDir() {
 		return nil, Signature{}, fmt.Errorf("%s is a directory", path)
 	}
-	data, err := os.ReadFile(path)
+	if st.Size() > MaxFileSize {
+		return nil, Signature{}, fmt.Errorf("%w: %d bytes, above the limit of %d bytes (4 MiB)", ErrFileTooLarge, st.Size(), MaxFileSize)
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, Signature{}, err
+	}
+	defer f.Close()
+	// Read at most one byte past the limit: a file that grew since the
+	// stat is refused the same way.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, Signature{}, err
+	}
+	if int64(len(data)) > MaxFileSize {
+		return nil, Signature{}, fmt.Errorf("%w: above the limit of %d bytes (4 MiB)", ErrFileTooLarge, MaxFileSize)
 	}
 	sum := sha256.Sum256(data)
 	return data, Signature{ModTime: st.ModTime().UnixNano(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, nil

@@ -366,3 +366,38 @@ func TestStatUnreadableFile(t *testing.T) {
 	equal(t, "Size", sig.Size, int64(2))
 	equal(t, "Verifiable", sig.Verifiable(), false)
 }
+
+// A file above MaxFileSize is refused by its size: Load names the limit, and
+// the config signer signs it from the stat alone (no hash: never read).
+func TestOversizeFileIsRefusedBySize(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		size int
+		ok   bool
+	}{
+		{"at the limit", int(config.MaxFileSize), true},
+		{"one byte over", int(config.MaxFileSize) + 1, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".json")
+			body := `{"mcpServers": {}}`
+			if err := os.WriteFile(path, []byte(body+strings.Repeat(" ", tt.size-len(body))), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := config.Load(path, nil)
+			if tt.ok != (err == nil) || (!tt.ok && !errors.Is(err, config.ErrFileTooLarge)) {
+				t.Fatalf("Load: %v, want ok=%v or ErrFileTooLarge", err, tt.ok)
+			}
+			if !tt.ok && !strings.Contains(err.Error(), "above the limit of 4194304 bytes") {
+				t.Errorf("error %q does not name the limit", err)
+			}
+			signer := config.ConfigSigner()
+			sig, present := signer.Stat(path)
+			if !present || sig.Size != int64(tt.size) || sig.Verifiable() != tt.ok {
+				t.Errorf("signature %+v present=%v: want size %d, hashed=%v", sig, present, tt.size, tt.ok)
+			}
+		})
+	}
+}

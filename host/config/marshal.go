@@ -121,6 +121,9 @@ func (s *Server) fileObject(keepAlias bool) *Object {
 	if s.ProtocolVersion != "" {
 		o.Set("protocol_version", s.ProtocolVersion)
 	}
+	if s.MaxResultBytes != 0 {
+		o.Set("max_result_bytes", s.MaxResultBytes)
+	}
 	mergeExtras(o, s.Extra, keepAlias)
 	return o
 }

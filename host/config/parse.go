@@ -20,7 +20,7 @@ var (
 	serverFields = keySet("enabled", "type", "command", "args", "env", "url", "headers",
 		"oauth", "user_auth", "headers_from_context", "description", "routing", "tools",
 		"tool_name_prefix", "tool_call_timeout", "session_init_timeout", "task_toolsets",
-		"cwd", "protocol_version")
+		"cwd", "protocol_version", "max_result_bytes")
 	routingFields = keySet("mode", "priority", "keywords")
 	oauthFields   = keySet("enabled", "token_url", "grant_type", "client_id", "client_secret",
 		"refresh_token", "scope", "audience", "token_field", "token_type_field",
@@ -206,6 +206,9 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 		if s.ProtocolVersion != "" && !isProtocolVersion(s.ProtocolVersion) {
 			d.fail(field("protocol_version"), "must be an MCP revision date such as \"2025-06-18\", got %s", showRaw(rawAt(raw, "protocol_version")))
 		}
+	}
+	if v, ok := get("max_result_bytes"); ok {
+		s.MaxResultBytes = d.byteCount(field("max_result_bytes"), v)
 	}
 	if v, ok := get("routing"); ok && v != nil {
 		s.Routing = d.routing(field("routing"), v, rawObj(raw, "routing"))

@@ -54,6 +54,7 @@ func TestRoundTrip(t *testing.T) {
 		{"server problems", []byte(`{"mcpServers": {"a": {"type": "ws"}, "b": {}, "c": {"type": "http"}}}`)},
 		{"clamped priority", []byte(`{"mcpServers": {"a": {"command": "c", "routing": {"mode": "prefer", "priority": 150, "keywords": ["x"]}, "tools": {"t": {"routing": {"priority": -5}}}}}}`)},
 		{"odd timeouts", []byte(`{"mcpServers": {"a": {"command": "c", "tool_call_timeout": 0.001, "session_init_timeout": 1e-10}}}`)},
+		{"result cap", []byte(`{"mcpServers": {"a": {"command": "c", "max_result_bytes": 1048576}, "b": {"type": "http", "url": "u", "max_result_bytes": null}}}`)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,9 @@ type Settings struct {
 	// MCPTasks configures the durable task runtime (off by default;
 	// DeerFlow's mcp_tasks keys and ranges).
 	MCPTasks MCPTasks `yaml:"mcp_tasks"`
+	// MaxResultBytes bounds one message (a tool result) from a server that
+	// sets no max_result_bytes of its own; zero means 16 MiB.
+	MaxResultBytes int64 `yaml:"max_result_bytes"`
 }
 
 // MCPTasks is the durable task runtime's section: DeerFlow's knobs plus
@@ -198,6 +201,9 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 		if d, err := time.ParseDuration(s.StdioPool.IdleTimeout); err != nil || d <= 0 {
 			problems = append(problems, "stdio_pool.idle_timeout: must be a duration such as 30m")
 		}
+	}
+	if s.MaxResultBytes < 0 || s.MaxResultBytes > 1<<40 {
+		problems = append(problems, "max_result_bytes: must be a number of bytes from 0 (the 16 MiB default) to 1099511627776")
 	}
 	switch strings.ToLower(s.LogLevel) {
 	case "debug", "info", "warn", "error":

@@ -64,6 +64,11 @@ func TestLoadValid(t *testing.T) {
 			want: settings.Defaults(),
 		},
 		{
+			name: "max_result_bytes",
+			yaml: "max_result_bytes: 1048576\n",
+			want: func() settings.Settings { s := settings.Defaults(); s.MaxResultBytes = 1 << 20; return s }(),
+		},
+		{
 			name: "partial file overrides only what it sets",
 			yaml: "listen: 0.0.0.0:9000\n",
 			want: func() settings.Settings { s := settings.Defaults(); s.Listen = "0.0.0.0:9000"; return s }(),
@@ -139,6 +144,16 @@ func TestLoadInvalid(t *testing.T) {
 			name: "unknown top-level key",
 			yaml: "listen: :8080\nlisten_addr: :9090\n",
 			want: []string{"listen_addr"},
+		},
+		{
+			name: "negative max_result_bytes",
+			yaml: "max_result_bytes: -1\n",
+			want: []string{"max_result_bytes"},
+		},
+		{
+			name: "max_result_bytes not a number",
+			yaml: "max_result_bytes: 16MiB\n",
+			want: []string{"max_result_bytes"},
 		},
 		{
 			name: "unknown key in a key entry",

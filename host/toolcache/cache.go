@@ -67,6 +67,9 @@ type Options struct {
 	// task: its stdio session is then never closed for room or idleness,
 	// since the task would die with the process. nil pins nothing.
 	Pinned func(server, user, thread string) bool
+	// MaxResultBytes bounds one message from a server that sets no
+	// max_result_bytes of its own (zero: upstream.DefaultMaxResultBytes).
+	MaxResultBytes int64
 }
 
 // Cache is safe for concurrent use.
@@ -124,7 +127,7 @@ func New(opts Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	dir, _ := os.Getwd()
-	return &Cache{opts: opts, log: log, dir: dir, pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
+	return &Cache{opts: opts, log: log, dir: dir, signer: config.ConfigSigner(), pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
 		MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned})}
 }
 
@@ -402,7 +405,8 @@ func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error
 	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
 
 	if path != "" {
-		if now, ok := config.Stat(path); ok && now != sig {
+		signer := config.ConfigSigner()
+		if now, ok := signer.Stat(path); ok && now != sig {
 			next, nsig, err := config.Load(path, c.opts.Lookup)
 			if err == nil && next.MCPDigest() != digest {
 				snap.close()
@@ -481,7 +485,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 	// uoptsFor gives each server its base headers: static, plus the cached
 	// OAuth header (discovery fetches the first one; calls refresh it).
 	uoptsFor := func(srv *config.Server) upstream.Options {
-		o := upstream.Options{Logger: log, Version: opts.Version}
+		o := upstream.Options{Logger: log, Version: opts.Version, MaxResultBytes: opts.MaxResultBytes}
 		if !srv.IsStdio() && tokens.Has(srv.Name) {
 			o.BaseHeaders = func() map[string]string {
 				h := srv.Headers.Map()

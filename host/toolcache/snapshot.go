@@ -399,7 +399,15 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 		return raw, nil
 	}
 	var rpcErr *upstream.RPCError
+	var tooLarge *upstream.ResultTooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		if tooLarge.Ended && ep.pool == nil {
+			ep.drop(conn) // cut to stop the message; a stdio session was evicted already
+		}
+		ep.log.Warn("upstream result above max_result_bytes", "server", name, "tool", tool, "max_result_bytes", tooLarge.Limit)
+		return nil, &CallError{Server: name, Tool: tool, Err: err,
+			Message: fmt.Sprintf("MCP tool '%s' on server '%s' returned a result larger than the %d-byte limit (max_result_bytes); it was discarded. Ask for less data at a time.", tool, name, tooLarge.Limit)}
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return nil, &CallError{Server: name, Tool: tool, Timeout: true, Err: err,
 			Message: fmt.Sprintf("MCP tool '%s' on server '%s' timed out after %s", tool, name, ep.server.ToolCallTimeout)}

@@ -59,12 +59,23 @@ func (c *capture) all() []json.RawMessage {
 // for are forwarded so wrapping changes nothing else.
 type captureTransport struct {
 	transport.Interface
+	cap *resultCap // max_result_bytes
 }
 
 var _ transport.BidirectionalInterface = (*captureTransport)(nil)
 
 func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	resp, err := t.Interface.SendRequest(ctx, req)
+	// A response the readers found too large fails its request with the cap
+	// error, whatever the transport made of the cut message.
+	call, err := t.cap.begin(ctx, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer t.cap.finish(call)
+	resp, err := t.Interface.SendRequest(call.ctx, req)
+	if cerr := call.err(); cerr != nil {
+		return nil, cerr
+	}
 	if err == nil && resp != nil {
 		if c, ok := ctx.Value(captureKey{}).(*capture); ok && c.method == req.Method {
 			c.record(resp)
@@ -96,8 +107,8 @@ func (t captureHTTPTransport) SetConnectionLostHandler(h func(error)) {
 	}
 }
 
-func wrapTransport(inner transport.Interface) transport.Interface {
-	base := &captureTransport{Interface: inner}
+func wrapTransport(inner transport.Interface, rc *resultCap) transport.Interface {
+	base := &captureTransport{Interface: inner, cap: rc}
 	if h, ok := inner.(transport.HTTPConnection); ok {
 		return captureHTTPTransport{captureTransport: base, http: h}
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -57,6 +58,10 @@ var inheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
 // by tool_call_timeout, and a call with none may run this long.
 const sseResponseCap = 7 * 24 * time.Hour
 
+// stdioExitGrace is how long Close waits for a child to exit on its own
+// once its stdin is closed, before killing its process group.
+const stdioExitGrace = 2 * time.Second
+
 // Options tune a connection.
 type Options struct {
 	Logger  *slog.Logger
@@ -69,6 +74,9 @@ type Options struct {
 	// calls (discovery, the SSE stream, session teardown). nil means the
 	// server's static headers.
 	BaseHeaders func() map[string]string
+	// MaxResultBytes bounds one message from the server when the server's
+	// own max_result_bytes is not set (zero: DefaultMaxResultBytes).
+	MaxResultBytes int64
 }
 
 type callHeadersKey struct{}
@@ -111,6 +119,8 @@ type Conn struct {
 
 	baseHeaders func() map[string]string
 
+	results *resultCap // max_result_bytes, enforced while reading
+
 	mu  sync.Mutex
 	cmd *exec.Cmd // stdio only
 
@@ -145,10 +155,18 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	log = log.With("server", srv.Name)
 	connCtx, cancel := context.WithCancel(context.Background())
 	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit}
+	limit := srv.MaxResultBytes
+	if limit <= 0 {
+		limit = opts.MaxResultBytes
+	}
+	if limit <= 0 {
+		limit = DefaultMaxResultBytes
+	}
+	c.results = newResultCap(limit, log, c.exited)
 
 	inner, err := c.newTransport()
 	if err != nil {
-		cancel()
+		c.Close()
 		return nil, err
 	}
 	var copts []client.ClientOption
@@ -159,7 +177,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		}
 		copts = append(copts, client.WithProtocolVersion(srv.ProtocolVersion))
 	}
-	c.client = client.NewClient(wrapTransport(inner), copts...)
+	c.client = client.NewClient(wrapTransport(inner, c.results), copts...)
 
 	// Abort the start (an SSE stream, a child's handshake) if ctx ends first.
 	stop := context.AfterFunc(ctx, cancel)
@@ -199,17 +217,45 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 		for _, p := range srv.Env {
 			env = append(env, p.Key+"="+p.Value)
 		}
-		return transport.NewStdioWithOptions(srv.Command, env, srv.Args, transport.WithCommandFunc(c.command)), nil
+		return c.startStdio(env)
 	// Headers go only through the header function: mcp-go applies static
 	// headers after per-call ones, which would invert Antler's order.
 	case config.TransportHTTP:
-		return transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaderFunc(c.headerFunc))
+		return transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaderFunc(c.headerFunc), transport.WithHTTPBasicClient(c.httpClient()))
 	case config.TransportSSE:
 		// mcp-go's SSE transport caps every response at 60 s unless told
 		// otherwise; tool_call_timeout is the only bound Antler wants.
-		return transport.NewSSE(srv.URL, transport.WithHeaderFunc(c.headerFunc), transport.WithResponseTimeout(sseResponseCap))
+		return transport.NewSSE(srv.URL, transport.WithHeaderFunc(c.headerFunc), transport.WithResponseTimeout(sseResponseCap), transport.WithHTTPClient(c.httpClient()))
 	}
 	return nil, fmt.Errorf("unsupported transport %q", srv.Type)
+}
+
+// httpClient reads every response through the result cap.
+func (c *Conn) httpClient() *http.Client {
+	return &http.Client{Transport: &capRoundTripper{base: http.DefaultTransport, cap: c.results}}
+}
+
+// startStdio starts the child and hands mcp-go its pipes, its stdout read
+// through the result cap: mcp-go reads a line whole before parsing it, so
+// the bound must sit below it (see lineLimiter). mcp-go's own process
+// handling is replaced by Close's.
+func (c *Conn) startStdio(env []string) (transport.Interface, error) {
+	cmd, err := c.command(context.Background(), c.server.Command, env, c.server.Args)
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start: stdin pipe: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start: stdout pipe: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start: failed to start command: %w", err)
+	}
+	return transport.NewIO(newLineLimiter(stdout, c.results, false), stdin, nil), nil
 }
 
 // command builds the stdio child: its own process group (so npx's node
@@ -316,9 +362,22 @@ func (c *Conn) Close() error {
 		cmd := c.cmd
 		c.mu.Unlock()
 		if cmd != nil && cmd.Process != nil {
-			// The group id is the child's pid (Setpgid). Kill leftovers such
-			// as npx's node grandchild.
+			// The client closed stdin: give the child a moment to exit, then
+			// kill the group (its id is the child's pid: Setpgid), leftovers
+			// such as npx's node grandchild included, and reap it.
+			waited := make(chan struct{})
+			go func() {
+				_ = cmd.Wait()
+				close(waited)
+			}()
+			t := time.NewTimer(stdioExitGrace)
+			select {
+			case <-waited:
+			case <-t.C:
+			}
+			t.Stop()
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-waited
 		}
 	})
 	return c.closeErr

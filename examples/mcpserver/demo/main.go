@@ -6,7 +6,7 @@
 // Usage:
 //
 //	demo [-transport stdio|http|sse] [-listen 127.0.0.1:0] [-name demo]
-//	     [-init-delay 0s] [-tools a,b,c]
+//	     [-init-delay 0s] [-tools a,b,c] [-blob]
 //
 // With -transport http (streamable HTTP, endpoint /mcp) or -transport sse
 // (legacy HTTP+SSE, endpoints /sse and /message) the server prints exactly one
@@ -62,6 +62,7 @@ type config struct {
 	name       string
 	initDelay  time.Duration
 	extraTools []string
+	blob       bool
 }
 
 func main() { mcpserve.Main("demo", parseFlags, run) }
@@ -78,6 +79,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:0", "listen address for the http and sse transports")
 	fs.StringVar(&cfg.name, "name", "demo", "server name advertised to clients")
 	fs.DurationVar(&cfg.initDelay, "init-delay", 0, "delay before answering initialize or server/discover")
+	fs.BoolVar(&cfg.blob, "blob", false, "also offer the blob tool, which returns a text result of any size (for result-size limits)")
 	fs.StringVar(&tools, "tools", "", "comma-separated names of extra trivial tools that answer \"<name> ok\"")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -141,6 +143,16 @@ func newServer(cfg config) *server.MCPServer {
 		server.WithHooks(hooks),
 	)
 	srv.AddTools(builtinTools()...)
+	if cfg.blob {
+		srv.AddTool(
+			mcp.NewTool("blob",
+				sideEffectFree(),
+				mcp.WithDescription("Returns a text result of exactly bytes bytes (lines of x)."),
+				mcp.WithInteger("bytes", mcp.Required(), mcp.Min(0), mcp.Description("Size of the text.")),
+			),
+			handleBlob,
+		)
+	}
 	for _, name := range cfg.extraTools {
 		srv.AddTool(
 			mcp.NewTool(name,
@@ -385,6 +397,24 @@ func handleSleep(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolRes
 	case <-ctx.Done():
 		return nil, fmt.Errorf("sleep of %dms interrupted: %w", ms, ctx.Err())
 	}
+}
+
+// maxBlob bounds the blob tool's result (1 GiB).
+const maxBlob = 1 << 30
+
+// handleBlob implements the blob tool: 63 x and a newline, repeated, cut to
+// the size asked for, so the JSON carries escapes as real text does.
+func handleBlob(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	n, err := req.RequireInt("bytes")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if n < 0 || n > maxBlob {
+		return mcp.NewToolResultError(fmt.Sprintf("bytes must be from 0 to %d, got %d", maxBlob, n)), nil
+	}
+	line := strings.Repeat("x", 63) + "\n"
+	text := strings.Repeat(line, n/len(line)+1)[:n]
+	return mcp.NewToolResultText(text), nil
 }
 
 // handleFail implements the fail tool.

@@ -52,6 +52,8 @@ func TestConfigValidate(t *testing.T) {
 		{"server that cannot start", []string{"config", "validate", unstartable}, 1, []string{"mcpServers.a.url: MCP server 'a' with http transport requires 'url' field"}, ""},
 		{"missing file", []string{"config", "validate", filepath.Join(t.TempDir(), "nope.json")}, 1, []string{"not found"}, ""},
 		{"not JSON", []string{"config", "validate", writeFile(t, "x.json", "{")}, 1, []string{"not valid JSON"}, ""},
+		{"above 4 MiB", []string{"config", "validate", writeFile(t, "big.json", `{"mcpServers": {}}`+strings.Repeat(" ", 4<<20))}, 1,
+			[]string{"extensions config file is too large: 4194322 bytes, above the limit of 4194304 bytes (4 MiB)"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

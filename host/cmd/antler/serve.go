@@ -99,6 +99,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		// for room or idleness: the task lives in that process.
 		MaxSessionsPerUser: st.StdioPool.MaxSessionsPerUser,
 		Pinned:             activeTaskIn(&taskStore),
+		MaxResultBytes:     st.MaxResultBytes,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)

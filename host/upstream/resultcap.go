@@ -1,0 +1,451 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// DefaultMaxResultBytes bounds one message from a server (the JSON-RPC
+// response carrying a tool result) when neither the server's
+// max_result_bytes nor the host's setting says otherwise.
+const DefaultMaxResultBytes int64 = 16 << 20
+
+// ResultTooLargeError is a response that exceeded the connection's
+// max_result_bytes. It was discarded while it was read, never held whole.
+// Ended means the connection had to be cut to stop it (the message's id could
+// not be recovered); it then also counts as ErrConnectionClosed.
+type ResultTooLargeError struct {
+	Limit int64
+	Ended bool
+}
+
+func (e *ResultTooLargeError) Error() string {
+	msg := fmt.Sprintf("upstream message larger than max_result_bytes (%d bytes)", e.Limit)
+	if e.Ended {
+		msg += "; the connection was closed"
+	}
+	return msg
+}
+
+// Unwrap makes an Ended error a closed connection.
+func (e *ResultTooLargeError) Unwrap() error {
+	if e.Ended {
+		return ErrConnectionClosed
+	}
+	return nil
+}
+
+// resultCap enforces max_result_bytes on one connection. Readers of the
+// server's output (a child's stdout, an HTTP body, an SSE stream) report an
+// oversize message by its JSON-RPC id, and the capture transport turns the
+// request it belongs to into a *ResultTooLargeError; a message whose id is
+// lost ends the connection and fails every call in flight with that error.
+type resultCap struct {
+	max   int64
+	log   *slog.Logger
+	onEnd func() // the connection is gone (a pool evicts the session)
+
+	mu       sync.Mutex
+	inflight map[string]*capCall
+	ended    *ResultTooLargeError
+}
+
+// capCall is one request in flight on a capped connection.
+type capCall struct {
+	key    string
+	limit  int64
+	over   atomic.Bool
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+type capCallKey struct{}
+
+func newResultCap(max int64, log *slog.Logger, onEnd func()) *resultCap {
+	return &resultCap{max: max, log: log, onEnd: onEnd, inflight: map[string]*capCall{}}
+}
+
+// begin registers a request; it fails once the connection was cut.
+func (r *resultCap) begin(ctx context.Context, id mcp.RequestId) (*capCall, error) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	c := &capCall{key: id.String(), limit: r.max, cancel: cancel}
+	c.ctx = context.WithValue(cctx, capCallKey{}, c)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended != nil {
+		cancel(nil)
+		return nil, r.ended
+	}
+	r.inflight[c.key] = c
+	return c, nil
+}
+
+func (r *resultCap) finish(c *capCall) {
+	r.mu.Lock()
+	if r.inflight[c.key] == c {
+		delete(r.inflight, c.key)
+	}
+	r.mu.Unlock()
+	c.cancel(nil)
+}
+
+// exceeded marks the request with this id key as having an oversize response.
+func (r *resultCap) exceeded(key string) {
+	r.mu.Lock()
+	c := r.inflight[key]
+	r.mu.Unlock()
+	if c != nil {
+		c.over.Store(true)
+	}
+}
+
+// end cuts the connection: every call in flight fails with the cap error.
+func (r *resultCap) end() *ResultTooLargeError {
+	r.mu.Lock()
+	if r.ended != nil {
+		r.mu.Unlock()
+		return r.ended
+	}
+	r.ended = &ResultTooLargeError{Limit: r.max, Ended: true}
+	calls := make([]*capCall, 0, len(r.inflight))
+	for _, c := range r.inflight {
+		calls = append(calls, c)
+	}
+	r.mu.Unlock()
+	r.log.Warn("upstream sent a message above max_result_bytes whose id could not be recovered; closing the connection", "max_result_bytes", r.max)
+	if r.onEnd != nil {
+		r.onEnd() // before the calls fail, so the next call finds a new session
+	}
+	for _, c := range calls {
+		c.cancel(r.ended)
+	}
+	return r.ended
+}
+
+// err is the cap error of a finished call, if its response was too large.
+func (c *capCall) err() error {
+	if c.over.Load() {
+		return &ResultTooLargeError{Limit: c.limit}
+	}
+	var tl *ResultTooLargeError
+	if errors.As(context.Cause(c.ctx), &tl) {
+		return tl
+	}
+	return nil
+}
+
+// lineLimiter passes a stream of newline-delimited JSON-RPC messages (a
+// stdio child's stdout, or with sse set the lines of a text/event-stream)
+// through unchanged while no line exceeds max bytes. A longer line is cut at
+// max (the reader downstream sees a line that is not valid JSON and drops
+// it), the rest is read and discarded while its top-level "id" is scanned
+// for, and the line is replaced by a JSON-RPC error for that id, so the
+// request fails at once and the stream lives on. Only max bytes of a line
+// are ever buffered downstream, and nothing of the discarded rest.
+type lineLimiter struct {
+	r   io.Reader
+	cap *resultCap
+	sse bool
+
+	buf  []byte // read buffer
+	out  []byte // processed bytes not yet returned
+	pos  int    // returned prefix of out
+	err  error  // the underlying reader's error, returned once out is drained
+	line int64  // bytes of the current line so far
+	cut  bool   // the current line is being discarded
+	scan msgScan
+}
+
+func newLineLimiter(r io.Reader, c *resultCap, sse bool) *lineLimiter {
+	return &lineLimiter{r: r, cap: c, sse: sse, buf: make([]byte, 32<<10), scan: msgScan{sse: sse}}
+}
+
+func (l *lineLimiter) Read(p []byte) (int, error) {
+	for l.pos == len(l.out) {
+		if l.err != nil {
+			return 0, l.err
+		}
+		l.out, l.pos = l.out[:0], 0
+		n, err := l.r.Read(l.buf)
+		l.process(l.buf[:n])
+		if err != nil {
+			if l.cut && err == io.EOF {
+				l.endLine(false)
+			}
+			if l.err == nil {
+				l.err = err
+			}
+		}
+	}
+	n := copy(p, l.out[l.pos:])
+	l.pos += n
+	return n, nil
+}
+
+// process appends what chunk contributes to the output.
+func (l *lineLimiter) process(chunk []byte) {
+	for len(chunk) > 0 && l.err == nil {
+		seg, rest, nl := chunk, []byte(nil), false
+		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+			seg, rest, nl = chunk[:i], chunk[i+1:], true
+		}
+		if !l.cut {
+			if room := l.cap.max - l.line; int64(len(seg)) > room {
+				l.scan.feed(seg[:room])
+				l.out = append(l.out, seg[:room]...)
+				l.out = append(l.out, '\n') // the cut line ends here
+				seg, l.cut = seg[room:], true
+			} else {
+				l.out = append(l.out, seg...)
+			}
+		}
+		l.line += int64(len(seg))
+		l.scan.feed(seg)
+		if nl {
+			l.endLine(true)
+		}
+		chunk = rest
+	}
+}
+
+// endLine finishes a line: a whole one gets its newline back, a cut one its
+// replacement.
+func (l *lineLimiter) endLine(newline bool) {
+	cut, s := l.cut, l.scan
+	l.line, l.cut, l.scan = 0, false, msgScan{sse: l.sse}
+	if !cut {
+		if newline {
+			l.out = append(l.out, '\n')
+		}
+		return
+	}
+	id, ok := s.id()
+	switch {
+	case ok && !s.method:
+		l.cap.exceeded(id.String())
+		reply, _ := json.Marshal(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR,
+			fmt.Sprintf("response larger than max_result_bytes (%d bytes)", l.cap.max), nil)})
+		if l.sse {
+			// A blank line dispatches the cut event; the error is an event of its own.
+			l.out = append(l.out, "\nevent: message\ndata: "...)
+		}
+		l.out = append(l.out, reply...)
+		l.out = append(l.out, '\n')
+	case s.method || (l.sse && !s.data):
+		// A notification or a server request (or an SSE field that is
+		// not data): nothing waits on it, so it is dropped.
+		l.cap.log.Warn("dropped an upstream message above max_result_bytes", "max_result_bytes", l.cap.max)
+	default:
+		l.err = l.cap.end()
+	}
+}
+
+// msgScan follows the top-level object of one JSON-RPC message, byte by
+// byte, and records its "id" value and whether it has a "method", in
+// bounded memory. In sse mode the line must start with "data:" and the JSON
+// starts after it.
+type msgScan struct {
+	sse, data bool
+	head      []byte // sse: the field name so far
+
+	started, done, bad bool
+	depth              int
+	inStr, esc         bool
+	expectKey, inKey   bool
+	key                []byte // the current top-level key (bounded)
+	last               string // the top-level key whose value follows
+	capturing          bool
+	idRaw              []byte
+	idSeen, idLong     bool
+	method             bool
+}
+
+const maxIDBytes = 256
+
+func (s *msgScan) feed(b []byte) {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if s.bad || s.done {
+			return
+		}
+		if s.sse && !s.data {
+			s.head = append(s.head, c)
+			if len(s.head) == len("data:") {
+				if string(s.head) != "data:" {
+					s.bad = true
+					return
+				}
+				s.data = true
+			}
+			continue
+		}
+		if s.inStr {
+			if !s.esc && !s.inKey && !s.capturing {
+				// Skip the string's body at once: this is the bulk of a result.
+				j := bytes.IndexAny(b[i:], `"\`)
+				if j < 0 {
+					return
+				}
+				i += j
+				c = b[i]
+			}
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+				if s.inKey {
+					s.inKey = false
+					s.last = string(s.key)
+				}
+			}
+			if s.inKey && s.inStr && len(s.key) < 8 {
+				s.key = append(s.key, c)
+			}
+			s.capture(c)
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			if s.capturing && len(s.idRaw) > 0 {
+				s.capture(c)
+			}
+			continue
+		}
+		if !s.started {
+			if c != '{' {
+				s.bad = true
+				return
+			}
+			s.started, s.depth, s.expectKey = true, 1, true
+			continue
+		}
+		switch c {
+		case '"':
+			s.inStr = true
+			if s.depth == 1 && s.expectKey {
+				s.inKey, s.key = true, s.key[:0]
+			}
+			s.capture(c)
+		case ':':
+			if s.depth == 1 && s.expectKey {
+				s.expectKey = false
+				switch s.last {
+				case "id":
+					s.capturing, s.idRaw, s.idSeen = true, s.idRaw[:0], true
+				case "method":
+					s.method = true
+				}
+				continue
+			}
+			s.capture(c)
+		case ',':
+			if s.depth == 1 {
+				s.capturing, s.expectKey, s.last = false, true, ""
+				continue
+			}
+			s.capture(c)
+		case '{', '[':
+			s.depth++
+			s.capture(c)
+		case '}', ']':
+			s.depth--
+			if s.depth == 0 {
+				s.capturing, s.done = false, true
+				continue
+			}
+			s.capture(c)
+		default:
+			s.capture(c)
+		}
+	}
+}
+
+func (s *msgScan) capture(c byte) {
+	if !s.capturing {
+		return
+	}
+	if len(s.idRaw) >= maxIDBytes {
+		s.idLong = true
+		return
+	}
+	s.idRaw = append(s.idRaw, c)
+}
+
+// id is the message's non-null id, if it was read whole.
+func (s *msgScan) id() (mcp.RequestId, bool) {
+	var id mcp.RequestId
+	if s.bad || !s.idSeen || s.idLong {
+		return id, false
+	}
+	if err := json.Unmarshal(s.idRaw, &id); err != nil || id.IsNil() {
+		return id, false
+	}
+	return id, true
+}
+
+// capRoundTripper bounds the HTTP responses of a streamable HTTP or SSE
+// connection: an event stream line by line (lineLimiter), any other body as
+// a whole, which fails its request with the cap error past max bytes.
+type capRoundTripper struct {
+	base http.RoundTripper
+	cap  *resultCap
+}
+
+func (t *capRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		resp.Body = readCloser{newLineLimiter(resp.Body, t.cap, true), resp.Body}
+	} else {
+		call, _ := req.Context().Value(capCallKey{}).(*capCall)
+		resp.Body = readCloser{&bodyLimiter{r: resp.Body, max: t.cap.max, call: call}, resp.Body}
+	}
+	return resp, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// bodyLimiter fails the read past max bytes and marks the call.
+type bodyLimiter struct {
+	r    io.Reader
+	max  int64
+	read int64
+	call *capCall
+}
+
+func (b *bodyLimiter) Read(p []byte) (int, error) {
+	if b.read > b.max {
+		return 0, &ResultTooLargeError{Limit: b.max}
+	}
+	if int64(len(p)) > b.max-b.read+1 {
+		p = p[:b.max-b.read+1]
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	if b.read > b.max {
+		if b.call != nil {
+			b.call.over.Store(true)
+		}
+		return 0, &ResultTooLargeError{Limit: b.max}
+	}
+	return n, err
+}
