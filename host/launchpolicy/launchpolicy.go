@@ -18,13 +18,20 @@
 //  4. environment: no variable that makes a process run code at start-up
 //     (NODE_OPTIONS, LD_PRELOAD, PYTHONSTARTUP, ...), by name only.
 //
-// Between 3 and 4, for npx and uvx, the package must not be a file path
-// (pathpkg.go): a launcher given a path runs that file.
+// Between 3 and 4, for npx, no option may name a file, folder or program
+// npm loads (userconfig, globalconfig, prefix, cache, git, ...; generated
+// from npm's definitions, npmconfig.go) and a package must be given (bare
+// npx runs a shell); for npx and uvx the package must not be a file path
+// (pathpkg.go): a launcher given a path runs that file. After 4, npm_config_
+// variables naming such a file, folder or program (and, for npx, HOME,
+// PREFIX, DESTDIR) are refused too, and so is a working directory the
+// request chooses (Launch.Cwd): it is where launchers read their project
+// configuration.
 //
 // Like DeerFlow's, this is defense in depth, not a trust boundary: an
 // allowlisted launcher still runs whatever package it is pointed at. Errors
-// name the server, the command and the offending option or variable name,
-// never an argument's or a variable's value.
+// name the server, the command and the offending option or variable name
+// (or the field cwd), never an argument's, a variable's or the cwd's value.
 package launchpolicy
 
 import (
@@ -201,7 +208,7 @@ type Error struct {
 	Server  string
 	Command string // set for DisallowedCommand, ExecArg, PathPackage, MissingPackage and a LauncherConfig flag (a validated command name)
 	Flag    string // ExecArg, LauncherConfig: the option as spelled, without its "=value"
-	EnvName string // EnvVar, LauncherConfig: the variable's name as given
+	EnvName string // EnvVar, LauncherConfig: the variable's name as given, up to any "="
 	allowed []string
 }
 
@@ -317,17 +324,19 @@ func npmEnvConfig(name string) (string, bool) {
 // operator's choice, which a request must therefore not make.
 func checkEnv(l Launch) error {
 	for _, name := range l.EnvNames {
+		// Messages name the variable the child would see: a "name" holding
+		// "=" carries a value after it.
 		seen := envName(name)
 		if codeInjectingEnv(strings.ToUpper(pyStrip(seen))) {
-			return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
+			return &Error{Kind: EnvVar, Server: l.Server, EnvName: seen}
 		}
 		for _, n := range []string{seen, pyStrip(seen)} {
 			key, ok := npmEnvConfig(n)
 			switch {
 			case ok && (npmExecConfig(key) || key == "prefix"):
-				return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
+				return &Error{Kind: EnvVar, Server: l.Server, EnvName: seen}
 			case ok && npmLoadConfig(key), isNpx(l.Command) && npmLocationVar(n):
-				return &Error{Kind: LauncherConfig, Server: l.Server, EnvName: name}
+				return &Error{Kind: LauncherConfig, Server: l.Server, EnvName: seen}
 			}
 		}
 	}
