@@ -2495,23 +2495,6 @@ func npmPathConfigs() []string {
 	}
 }
 
-// npmPathConfig reports whether key is one of npmPathConfigs.
-func npmPathConfig(key string) bool {
-	switch key {
-	case "cache",
-		"cafile",
-		"globalconfig",
-		"init-module",
-		"init.module",
-		"logs-dir",
-		"prefix",
-		"provenance-file",
-		"userconfig":
-		return true
-	}
-	return false
-}
-
 // npmCommandConfigs returns the String configs whose value npm runs as a program or
 // hands to node as code (npmgen.CommandConfigs).
 func npmCommandConfigs() []string {

@@ -1,6 +1,9 @@
 package launchpolicy
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // npm reads its settings from more places than its command line: the
 // npm_config_<key> variables, and the config files those (and options such
@@ -39,17 +42,12 @@ func npmKey(key string) string {
 }
 
 // npmLoadConfig reports whether npm key names a file, folder or program npm
-// would load settings, packages or code from (npmPathConfig,
+// would load settings, packages or code from (npmPathConfigs,
 // npmCommandConfigs, npmCodeConfigs). key is normalised with npmKey.
 func npmLoadConfig(key string) bool {
-	if npmPathConfig(key) {
-		return true
-	}
-	for _, list := range [][]string{npmCommandConfigs(), npmCodeConfigs()} {
-		for _, k := range list {
-			if k == key {
-				return true
-			}
+	for _, list := range [][]string{npmPathConfigs(), npmCommandConfigs(), npmCodeConfigs()} {
+		if slices.Contains(list, key) {
+			return true
 		}
 	}
 	return false

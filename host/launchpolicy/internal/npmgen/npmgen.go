@@ -339,15 +339,8 @@ func Render(t *Tables) ([]byte, error) {
 			paths = append(paths, c.Name)
 		}
 	}
-	p("// npmPathConfigs are the configs whose type is nopt's path type: their value\n")
-	p("// names a file or folder npm reads settings, code or packages from, or\n")
-	p("// writes to.\n")
-	p("func npmPathConfigs() []string {\n\treturn []string{\n")
-	for _, n := range paths {
-		p("\t\t%s,\n", q(n))
-	}
-	p("\t}\n}\n\n")
-	writeSet(&b, "npmPathConfig", "whether key is one of npmPathConfigs", paths)
+	writeList(&b, "// npmPathConfigs are the configs whose type is nopt's path type: their value\n"+
+		"// names a file or folder npm reads settings, code or packages from, or\n// writes to.\n", "npmPathConfigs", paths, nil)
 	writeTags(&b, "npmCommandConfigs", "the String configs whose value npm runs as a program or\n// hands to node as code (npmgen.CommandConfigs)", CommandConfigs)
 	writeTags(&b, "npmCodeConfigs", "the keys npm's code reads that no config definition declares\n// (npmgen.CodeConfigs)", CodeConfigs)
 	writeTags(&b, "npmLocationEnv", "the environment variables from which npm derives where its\n// config files are (npmgen.LocationEnv)", LocationEnv)
@@ -360,19 +353,14 @@ func Render(t *Tables) ([]byte, error) {
 		}
 		return strings.Join(l, " ")
 	}
-	p("// npmBooleanArgs returns, in DeerFlow's _NPM_BOOLEAN_ARGS notation, the npm\n")
-	p("// options that never take the next token as a value (see\n")
-	p("// npmgen.BooleanArgs).\n//\n")
-	p("// Compared with DeerFlow's _NPM_BOOLEAN_ARGS: only here: %s; only in\n", none(onlyGen))
-	p("// DeerFlow's: %s. (--browser and --color list Boolean among other types,\n", none(onlyDeer))
-	p("// which is what makes bin/npx-cli.js treat an option as a switch; -p is\n")
-	p("// npm's --parseable, which DeerFlow leaves out of this table and npx\n")
-	p("// rewrites to --package.)\n")
-	p("func npmBooleanArgs() []string {\n\treturn []string{\n")
-	for _, a := range args {
-		p("\t\t%s,\n", q(a))
-	}
-	p("\t}\n}\n\n")
+	writeList(&b, "// npmBooleanArgs returns, in DeerFlow's _NPM_BOOLEAN_ARGS notation, the npm\n"+
+		"// options that never take the next token as a value (see\n"+
+		"// npmgen.BooleanArgs).\n//\n"+
+		"// Compared with DeerFlow's _NPM_BOOLEAN_ARGS: only here: "+none(onlyGen)+"; only in\n"+
+		"// DeerFlow's: "+none(onlyDeer)+". (--browser and --color list Boolean among other types,\n"+
+		"// which is what makes bin/npx-cli.js treat an option as a switch; -p is\n"+
+		"// npm's --parseable, which DeerFlow leaves out of this table and npx\n"+
+		"// rewrites to --package.)\n", "npmBooleanArgs", args, nil)
 	writeSet(&b, "npmBooleanArg", "whether flag is one of npmBooleanArgs", args)
 
 	out, err := format.Source(b.Bytes())
@@ -385,10 +373,25 @@ func Render(t *Tables) ([]byte, error) {
 // writeTags writes a list function of the tagged names, each with its
 // reason.
 func writeTags(b *bytes.Buffer, name, doc string, tags []Tag) {
-	fmt.Fprintf(b, "// %s returns %s.\n", name, doc)
+	names := make([]string, len(tags))
+	notes := make([]string, len(tags))
+	for i, t := range tags {
+		names[i], notes[i] = t.Name, t.Reason
+	}
+	writeList(b, fmt.Sprintf("// %s returns %s.\n", name, doc), name, names, notes)
+}
+
+// writeList writes doc and a function name returning items, each followed
+// by the comment notes[i] when notes is given.
+func writeList(b *bytes.Buffer, doc, name string, items, notes []string) {
+	b.WriteString(doc)
 	fmt.Fprintf(b, "func %s() []string {\n\treturn []string{\n", name)
-	for _, t := range tags {
-		fmt.Fprintf(b, "\t\t%s, // %s\n", strconv.Quote(t.Name), t.Reason)
+	for i, item := range items {
+		fmt.Fprintf(b, "\t\t%s,", strconv.Quote(item))
+		if notes != nil {
+			fmt.Fprintf(b, " // %s", notes[i])
+		}
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(b, "\t}\n}\n\n")
 }
