@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -160,11 +162,14 @@ func (d *rawDoc) replaceServers(servers *config.Object) {
 
 // launchCheck is one server the launch policy must pass before the write:
 // full for the enabled ones (and everything in a bulk PUT), command shape
-// and environment only for a disabled one.
+// and environment only for a disabled one. keepUnchanged (a bulk PUT) skips
+// a server that launches exactly as the stored one does and is not being
+// enabled: the operator's file (or an earlier screened call) put it there.
 type launchCheck struct {
-	name   string
-	server *config.Object
-	full   bool
+	name          string
+	server        *config.Object
+	full          bool
+	keepUnchanged bool
 }
 
 // mutation is one config edit.
@@ -209,14 +214,25 @@ func (s *Server) mutate(c echo.Context, m mutation) error {
 		if err != nil {
 			return nil, invalidConfigError(err)
 		}
+		// What is stored, read the same way, to tell what a request changes.
+		// A stored file the loader refuses counts as no stored servers, so
+		// everything is screened.
+		var before *config.Extensions
+		if exists {
+			before, _ = config.Parse(current, envvar.OS)
+		}
 		for _, chk := range checks {
 			srv, ok := ext.Server(chk.name)
 			if !ok {
 				continue
 			}
+			old, _ := before.Server(chk.name)
+			if chk.keepUnchanged && old != nil && sameLaunch(old, srv) && (old.Enabled || !srv.Enabled) {
+				continue
+			}
 			// The policy sees what the host will launch: $VAR references
 			// resolved, the transport alias applied.
-			l := launchOf(srv)
+			l := launchOf(srv, old)
 			if chk.full {
 				err = policy.Check(l)
 			} else {
@@ -298,27 +314,30 @@ func invalidConfigError(err error) error {
 	return err
 }
 
-// launchOf describes a parsed server to the launch policy.
-func launchOf(srv *config.Server) launchpolicy.Launch {
-	l := launchpolicy.Launch{Server: srv.Name, Type: srv.Type, Command: srv.Command, Args: srv.Args}
+// launchOf describes a parsed server to the launch policy. Its working
+// directory counts as the request's choice unless stored, the entry as the
+// file holds it now (nil for a new one), is a stdio server with the same
+// one.
+func launchOf(srv, stored *config.Server) launchpolicy.Launch {
+	l := launchpolicy.Launch{Server: srv.Name, Type: srv.Type, Command: srv.Command, Args: srv.Args, Cwd: srv.Cwd}
+	if stored != nil && stored.IsStdio() && stored.Cwd == srv.Cwd {
+		l.Cwd = ""
+	}
 	for _, p := range srv.Env {
 		l.EnvNames = append(l.EnvNames, p.Key)
 	}
 	return l
 }
 
-// sameLaunch reports whether two raw entries launch the same way as far as
-// the policy can tell: transport, command, args and env names.
-func sameLaunch(a, b *config.Object) bool {
-	fields := func(o *config.Object) string {
-		var env []string
-		if e, ok := rawGet(o, "env").(*config.Object); ok {
-			env = e.Keys()
-		}
-		b, _ := json.Marshal([]any{rawGet(o, "type"), rawGet(o, "transport"), rawGet(o, "command"), rawGet(o, "args"), env})
-		return string(b)
-	}
-	return fields(a) == fields(b)
+// sameLaunch reports whether two parsed servers start the same process:
+// transport, command, args, env (names and values) and working directory,
+// compared as the loader reads them ($VAR references resolved, the
+// transport defaulted and its alias applied, masked secrets already
+// restored by the merge), so that a GET → PUT round trip is no change
+// however the file spells the entry.
+func sameLaunch(a, b *config.Server) bool {
+	return a.Type == b.Type && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
+		maps.Equal(a.Env.Map(), b.Env.Map()) && len(a.Env) == len(b.Env) && a.Cwd == b.Cwd
 }
 
 func rawGet(o *config.Object, key string) any {
@@ -335,7 +354,7 @@ func serverEnabled(o *config.Object) bool {
 }
 
 func checkFor(name string, o *config.Object, bulk bool) launchCheck {
-	return launchCheck{name: name, server: o, full: bulk || serverEnabled(o)}
+	return launchCheck{name: name, server: o, full: bulk || serverEnabled(o), keepUnchanged: bulk}
 }
 
 // ---- request bodies ----
@@ -413,7 +432,8 @@ func (s *Server) badBody(c echo.Context, err error) error {
 // in the body are removed; a server already stored is merged with it
 // (config.MergeBulk: masked secrets restored, omitted routing, tools,
 // user_auth, headers_from_context and extras kept). Every server in the
-// body passes the full launch policy, enabled or not.
+// body passes the full launch policy, enabled or not, unless it launches
+// exactly as the stored one does and is not being enabled (see sameLaunch).
 func (s *Server) putConfig(c echo.Context) error {
 	incoming, err := readServers(c)
 	if err != nil {
@@ -442,12 +462,6 @@ func (s *Server) putConfig(c echo.Context) error {
 					return nil, err
 				}
 				next.Set(name, merged)
-				// An enabled entry sent back as it launches today is not
-				// news: the operator's file (or an earlier screened call)
-				// put it there, and it must not block edits of the others.
-				if ok && serverEnabled(stored) && serverEnabled(merged) && sameLaunch(stored, merged) {
-					continue
-				}
 				checks = append(checks, checkFor(name, merged, true))
 			}
 			doc.replaceServers(next)

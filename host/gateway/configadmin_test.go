@@ -21,6 +21,7 @@ import (
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/testnpm"
 )
 
 // adminCanary is a secret value planted in configuration files; it must never
@@ -531,7 +532,7 @@ func TestConfigAdminAddServers(t *testing.T) {
 	}
 
 	beforeDup := a.file()
-	code, res = a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"never-written": {"command": "uvx"}, "added": {"command": "npx"}}}`)
+	code, res = a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"never-written": {"command": "uvx"}, "added": {"command": "npx", "args": ["pkg"]}}}`)
 	wantError(t, code, res, 409, "MCP server 'added' already exists")
 	a.unchanged(beforeDup)
 
@@ -577,11 +578,11 @@ func TestConfigAdminAddServers(t *testing.T) {
 func TestConfigAdminCreatesMissingFile(t *testing.T) {
 	t.Run("named file", func(t *testing.T) {
 		a := newAdminAPI(t, "")
-		code, res := a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"added": {"command": "npx"}}}`)
+		code, res := a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"added": {"command": "npx", "args": ["pkg"]}}}`)
 		if code != 200 {
 			t.Fatalf("%d %v", code, res)
 		}
-		jsonEq(t, "new file", a.stored(), `{"mcpServers": {"added": {"command": "npx"}}, "skills": {}}`)
+		jsonEq(t, "new file", a.stored(), `{"mcpServers": {"added": {"command": "npx", "args": ["pkg"]}}, "skills": {}}`)
 		if st, _ := os.Stat(a.path); st.Mode().Perm() != 0o600 {
 			t.Errorf("mode %v, want 0600 (the file holds secrets)", st.Mode().Perm())
 		}
@@ -590,11 +591,11 @@ func TestConfigAdminCreatesMissingFile(t *testing.T) {
 		if code, res := b.call("GET", "/api/mcp/config", ""); code != 200 || len(res["mcp_servers"].(map[string]any)) != 0 {
 			t.Errorf("GET without a file: %d %v", code, res)
 		}
-		code, res = b.call("PUT", "/api/mcp/config/server", `{"server_name": "x", "server": {"command": "npx"}}`)
+		code, res = b.call("PUT", "/api/mcp/config/server", `{"server_name": "x", "server": {"command": "npx", "args": ["pkg"]}}`)
 		wantError(t, code, res, 404, "MCP configuration not found")
 		code, res = b.call("DELETE", "/api/mcp/config/servers/x", "")
 		wantError(t, code, res, 404, "MCP configuration not found")
-		code, res = b.call("PUT", "/api/mcp/config", `{"mcp_servers": {"added": {"command": "npx"}}}`)
+		code, res = b.call("PUT", "/api/mcp/config", `{"mcp_servers": {"added": {"command": "npx", "args": ["pkg"]}}}`)
 		if code != 200 {
 			t.Fatalf("PUT creates: %d %v", code, res)
 		}
@@ -741,7 +742,7 @@ func TestConfigAdminPutServer(t *testing.T) {
 			b := `{"server_name": "target", "server": ` + tc.server + `}`
 			code := 404
 			if tc.server == "" {
-				b = `{"server_name": "nope", "server": {"command": "npx"}}`
+				b = `{"server_name": "nope", "server": {"command": "npx", "args": ["pkg"]}}`
 			} else {
 				code = 400
 			}
@@ -816,9 +817,9 @@ func TestConfigAdminValidatesWholeDocument(t *testing.T) {
 func TestConfigAdminInvalidDocument(t *testing.T) {
 	requests := map[string][3]string{
 		"get":    {"GET", "/api/mcp/config", ""},
-		"bulk":   {"PUT", "/api/mcp/config", `{"mcp_servers": {"target": {"command": "npx"}}}`},
-		"create": {"POST", "/api/mcp/config/servers", `{"mcp_servers": {"added": {"command": "npx"}}}`},
-		"update": {"PUT", "/api/mcp/config/server", `{"server_name": "target", "server": {"command": "npx"}}`},
+		"bulk":   {"PUT", "/api/mcp/config", `{"mcp_servers": {"target": {"command": "npx", "args": ["pkg"]}}}`},
+		"create": {"POST", "/api/mcp/config/servers", `{"mcp_servers": {"added": {"command": "npx", "args": ["pkg"]}}}`},
+		"update": {"PUT", "/api/mcp/config/server", `{"server_name": "target", "server": {"command": "npx", "args": ["pkg"]}}`},
 		"delete": {"DELETE", "/api/mcp/config/servers/target", ""},
 		"state":  {"PATCH", "/api/mcp/config", `{"server_name": "target", "enabled": false}`},
 	}
@@ -971,4 +972,246 @@ func TestConfigAdminBulkPutKeepsOperatorEntries(t *testing.T) {
 	code, res := put(`["-y", "other-server"]`)
 	wantError(t, code, res, 400, "npm_config_prefix")
 	a.unchanged(before)
+}
+
+// A whole-set PUT screens an entry whose working directory changed: the
+// operator's filesystem server, whose allowed directory "." is its cwd,
+// must not be pointed at "/" (or given a cwd it did not have). Sending the
+// cwd back as stored is no change.
+func TestConfigAdminBulkPutScreensCwdChange(t *testing.T) {
+	a := newAdminAPI(t, `{"mcpServers": {
+		"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."], "cwd": "/srv/data"},
+		"plain": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}`)
+	put := func(fsCwd, plainCwd string) (int, map[string]any) {
+		cwd := func(c string) string {
+			if c == "" {
+				return ""
+			}
+			return `, "cwd": "` + c + `"`
+		}
+		return a.call("PUT", "/api/mcp/config", `{"mcp_servers": {
+			"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]`+cwd(fsCwd)+`},
+			"plain": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]`+cwd(plainCwd)+`}}}`)
+	}
+	before := a.file()
+	for _, tc := range []struct{ name, fs, plain, server string }{
+		{"cwd changed to /", "/", "", "fs"},
+		{"cwd added", "/srv/data", "/", "plain"},
+		{"relative cwd added", "/srv/data", "..", "plain"},
+	} {
+		code, res := put(tc.fs, tc.plain)
+		wantError(t, code, res, 400, "MCP server '"+tc.server+"'", "'cwd'")
+		if strings.Contains(fmt.Sprint(res["error"]), `/`) && strings.Contains(fmt.Sprint(res["error"]), "'/'") {
+			t.Errorf("%s: the error shows the value: %v", tc.name, res["error"])
+		}
+		a.unchanged(before)
+	}
+	// The stored cwd sent back, or dropped, is fine.
+	if code, res := put("/srv/data", ""); code != 200 {
+		t.Fatalf("PUT with the stored cwd: %d %v", code, res)
+	}
+	if got := a.server("fs")["cwd"]; got != "/srv/data" {
+		t.Errorf("stored cwd %v", got)
+	}
+	// A new server, or a targeted replace, may not choose one either; a
+	// PATCH that only enables keeps the stored one.
+	code, res := a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"new": {"command": "npx", "args": ["pkg"], "cwd": "/"}}}`)
+	wantError(t, code, res, 400, "'cwd'")
+	code, res = a.call("PUT", "/api/mcp/config/server", `{"server_name": "plain", "server": {"command": "npx", "args": ["pkg"], "cwd": "/"}}`)
+	wantError(t, code, res, 400, "'cwd'")
+	if code, res := a.call("PATCH", "/api/mcp/config", `{"server_name": "fs", "enabled": false}`); code != 200 {
+		t.Fatalf("disable: %d %v", code, res)
+	}
+	if code, res := a.call("PATCH", "/api/mcp/config", `{"server_name": "fs", "enabled": true}`); code != 200 {
+		t.Fatalf("enable with the stored cwd: %d %v", code, res)
+	}
+}
+
+// A whole-set PUT screens an entry whose env values changed, not only its
+// names: the operator's npm_config_userconfig pointed at /proc/self/environ,
+// with another value holding a config line, is refused.
+func TestConfigAdminBulkPutScreensEnvValueChange(t *testing.T) {
+	a := newAdminAPI(t, `{"mcpServers": {
+		"npm": {"command": "npx", "args": ["-y", "some-server"], "env": {"npm_config_userconfig": "/etc/antler/npmrc", "NOTE": "hello"}},
+		"local": {"command": "node", "args": ["server.js"], "env": {"TOKEN": "`+adminCanary+`"}}}}`)
+	put := func(userconfig, note, token string) (int, map[string]any) {
+		return a.call("PUT", "/api/mcp/config", body(map[string]any{"mcp_servers": map[string]any{
+			"npm":   map[string]any{"command": "npx", "args": []string{"-y", "some-server"}, "env": map[string]string{"npm_config_userconfig": userconfig, "NOTE": note}},
+			"local": map[string]any{"command": "node", "args": []string{"server.js"}, "env": map[string]string{"TOKEN": token}},
+		}}))
+	}
+	if code, res := put("/etc/antler/npmrc", "hello", "***"); code != 200 {
+		t.Fatalf("PUT unchanged: %d %v", code, res)
+	}
+	before := a.file()
+	code, res := put("/proc/self/environ", "\ncall=touch /tmp/x\n", "***")
+	wantError(t, code, res, 400, "MCP server 'npm'", "'npm_config_userconfig'")
+	if msg := fmt.Sprint(res["error"]); strings.Contains(msg, "/proc") || strings.Contains(msg, "touch") {
+		t.Errorf("the error shows a value: %s", msg)
+	}
+	a.unchanged(before)
+	// A changed value of a harmless variable re-screens the entry too: this
+	// operator entry's command is off the allowlist.
+	code, res = put("/etc/antler/npmrc", "hello", "other-token")
+	wantError(t, code, res, 400, "MCP server 'local'", "disallowed stdio command 'node'")
+	a.unchanged(before)
+}
+
+// An unchanged GET → PUT round trip always succeeds, however the operator
+// wrote the file: no "type" (GET shows the default), a command off the
+// allowlist, $VAR placeholders, masked secrets, a cwd, a disabled entry.
+func TestConfigAdminRoundTripOperatorEntries(t *testing.T) {
+	t.Setenv("ANTLER_TEST_DIR", "/srv/data")
+	a := newAdminAPI(t, `{"mcpServers": {
+		"local": {"command": "node", "args": ["server.js", "$ANTLER_TEST_DIR"], "env": {"API_KEY": "`+adminCanary+`", "MODE": "fast"}, "cwd": "/srv/app"},
+		"old": {"enabled": false, "command": "python3", "args": ["-c", "print(1)"], "env": {"npm_config_userconfig": "/etc/npmrc", "HOME": "/srv"}},
+		"fs": {"transport": "stdio", "command": "npx", "args": ["-y", "pkg"], "env": {"NODE_OPTIONS": "--max-old-space-size=512"}}}}`)
+	before := a.stored()["mcpServers"]
+	code, got := a.call("GET", "/api/mcp/config", "")
+	if code != 200 {
+		t.Fatalf("GET: %d %v", code, got)
+	}
+	if typ := got["mcp_servers"].(map[string]any)["local"].(map[string]any)["type"]; typ != "stdio" {
+		t.Fatalf("GET shows type %v for an entry without one; this test expects the default", typ)
+	}
+	code, res := a.call("PUT", "/api/mcp/config", body(map[string]any{"mcp_servers": got["mcp_servers"]}))
+	if code != 200 {
+		t.Fatalf("PUT of what GET returned: %d %v", code, res)
+	}
+	after := a.stored()["mcpServers"].(map[string]any)
+	for name, want := range before.(map[string]any) {
+		w, g := want.(map[string]any), after[name].(map[string]any)
+		for _, k := range []string{"command", "args", "env", "cwd", "enabled"} {
+			if w[k] != nil && !reflect.DeepEqual(w[k], g[k]) {
+				t.Errorf("%s.%s: stored %v, after the round trip %v", name, k, w[k], g[k])
+			}
+		}
+	}
+	// A second round trip of the rewritten file is no change either.
+	_, got = a.call("GET", "/api/mcp/config", "")
+	if code, res := a.call("PUT", "/api/mcp/config", body(map[string]any{"mcp_servers": got["mcp_servers"]})); code != 200 {
+		t.Fatalf("second round trip: %d %v", code, res)
+	}
+}
+
+// The env-file attack through the API, in every spelling: refused with the
+// key or option named and no value shown, nothing written.
+func TestConfigAdminRefusesNpmConfigFiles(t *testing.T) {
+	a := newAdminAPI(t, `{"mcpServers": {"keep": {"type": "http", "url": "https://k/mcp"}}}`)
+	before := a.file()
+	const payload = "\ncall=touch /tmp/antler-canary\n"
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"-y", "pkg"}, map[string]string{"npm_config_userconfig": "/proc/self/environ", "X": payload}, "'npm_config_userconfig'"},
+		{nil, map[string]string{"npm_config_userconfig": "/proc/self/environ", "X": payload}, "without a package"},
+		{[]string{"-y", "pkg"}, map[string]string{"NPM_CONFIG_USERCONFIG": "/proc/self/environ", "X": payload}, "NPM_CONFIG_USERCONFIG"},
+		{[]string{"-y", "pkg"}, map[string]string{"Npm_Config_Globalconfig": "/proc/self/environ", "X": payload}, "Npm_Config_Globalconfig"},
+		{[]string{"-y", "pkg"}, map[string]string{"npm_config_globalconfig=/proc/self/environ": "", "X": payload}, "'npm_config_globalconfig'"},
+		{[]string{"-y", "pkg"}, map[string]string{"HOME": "/mnt/user-data/workspace", "X": payload}, "'HOME'"},
+		{[]string{"--userconfig=/proc/self/environ", "-y", "pkg"}, map[string]string{"X": payload}, "'--userconfig'"},
+		{[]string{"--userconfig", "/proc/self/environ", "-y", "pkg"}, map[string]string{"X": payload}, "'--userconfig'"},
+		{[]string{"--userc=/proc/self/environ", "-y", "pkg"}, map[string]string{"X": payload}, "'--userc'"},
+		{[]string{"--yes=--globalconfig=/proc/self/environ", "pkg"}, map[string]string{"X": payload}, "'--globalconfig'"},
+		{[]string{"---globalconfig", "/proc/self/environ", "pkg"}, map[string]string{"X": payload}, "'---globalconfig'"},
+		{[]string{"-C", "/mnt/user-data/workspace", "pkg"}, nil, "'-C'"},
+		{[]string{"--userconfig=/proc/self/environ"}, map[string]string{"X": payload}, "'--userconfig'"},
+		{nil, map[string]string{"X": payload}, "without a package"},
+	} {
+		server := map[string]any{"command": "npx", "args": tc.args}
+		if tc.env != nil {
+			server["env"] = tc.env
+		}
+		for _, req := range []struct{ method, path, body string }{
+			{"POST", "/api/mcp/config/servers", body(map[string]any{"mcp_servers": map[string]any{"evil": server}})},
+			{"PUT", "/api/mcp/config", body(map[string]any{"mcp_servers": map[string]any{"keep": map[string]any{"type": "http", "url": "https://k/mcp"}, "evil": server}})},
+		} {
+			code, res := a.call(req.method, req.path, req.body)
+			wantError(t, code, res, 400, "MCP server 'evil'", tc.want)
+			if msg := fmt.Sprint(res["error"]); strings.Contains(msg, "/proc") || strings.Contains(msg, "touch") || strings.Contains(msg, "user-data") {
+				t.Errorf("%s %q %v: the error shows a value: %s", req.method, tc.args, tc.env, msg)
+			}
+			a.unchanged(before)
+		}
+	}
+}
+
+// TestConfigAdminEnvironAttackWithRealNpx performs the /proc/self/environ
+// attack against the real host with the pinned npx: a config entry whose
+// npm_config_userconfig is the child's own environment, and another variable
+// holding "\ncall=touch <canary> && exec node <server>\n", makes npx run the
+// shell command and then the real server, which stays connected. Written
+// into the file by the operator (not screened), it does exactly that; sent
+// through the API, as a new server or by changing only the values of an
+// operator's entry, it is refused and its canary never appears.
+func TestConfigAdminEnvironAttackWithRealNpx(t *testing.T) {
+	index := testnpm.Everything(t)
+	bin := filepath.Join(testmcp.RepoRoot(t), "testdata", "npm", "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(bin, "npx")); err != nil {
+		t.Skipf("pinned npx not installed: %v", err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := t.TempDir()
+	fileCanary, apiCanary := filepath.Join(dir, "file-canary"), filepath.Join(dir, "api-canary")
+	payload := func(canary string) string { return "\ncall=touch " + canary + " && exec node " + index + "\n" }
+	rc := filepath.Join(dir, "operator.npmrc")
+	if err := os.WriteFile(rc, []byte("call=exec node "+index+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := newAdminAPI(t, body(map[string]any{"mcpServers": map[string]any{
+		"control": map[string]any{"command": "npx", "env": map[string]string{"npm_config_userconfig": "/proc/self/environ", "NOTE": payload(fileCanary)}},
+		"npm":     map[string]any{"command": "npx", "env": map[string]string{"npm_config_userconfig": rc, "NOTE": "hello"}},
+	}}))
+	connected := func() map[string]bool {
+		t.Helper()
+		if code, res := a.call("GET", "/api/mcp/tools", ""); code != 200 {
+			t.Fatalf("tools: %d %v", code, res)
+		}
+		code, res := a.call("GET", "/api/mcp/servers", "")
+		if code != 200 {
+			t.Fatalf("servers: %d %v", code, res)
+		}
+		out := map[string]bool{}
+		for _, s := range res["servers"].([]any) {
+			m := s.(map[string]any)
+			out[fmt.Sprint(m["name"])] = m["state"] == "connected"
+		}
+		return out
+	}
+	if st := connected(); !st["control"] || !st["npm"] {
+		t.Fatalf("the operator's entries did not connect through the real npx: %v", st)
+	}
+	if _, err := os.Stat(fileCanary); err != nil {
+		t.Fatalf("the attack written into the file did not run its canary (%v): this host cannot show the attack, so the test proves nothing", err)
+	}
+
+	before := a.file()
+	// Only the values of the operator's entry change (the names stay).
+	code, res := a.call("PUT", "/api/mcp/config", body(map[string]any{"mcp_servers": map[string]any{
+		"control": map[string]any{"command": "npx", "env": map[string]string{"npm_config_userconfig": "/proc/self/environ", "NOTE": payload(fileCanary)}},
+		"npm":     map[string]any{"command": "npx", "env": map[string]string{"npm_config_userconfig": "/proc/self/environ", "NOTE": payload(apiCanary)}},
+	}}))
+	// Screened now, the entry is refused (it names no package either).
+	wantError(t, code, res, 400, "MCP server 'npm'")
+	for _, name := range []string{"npm_config_userconfig", "NPM_CONFIG_USERCONFIG", "npm_config_globalconfig", "Npm_Config_GlobalConfig"} {
+		code, res := a.call("POST", "/api/mcp/config/servers", body(map[string]any{"mcp_servers": map[string]any{
+			"evil": map[string]any{"command": "npx", "env": map[string]string{name: "/proc/self/environ", "NOTE": payload(apiCanary)}},
+		}}))
+		wantError(t, code, res, 400, "MCP server 'evil'")
+	}
+	for _, args := range [][]string{{"--userconfig=/proc/self/environ"}, {"--globalconfig", "/proc/self/environ"}, {"--userc=/proc/self/environ"}} {
+		code, res := a.call("POST", "/api/mcp/config/servers", body(map[string]any{"mcp_servers": map[string]any{
+			"evil": map[string]any{"command": "npx", "args": args, "env": map[string]string{"NOTE": payload(apiCanary)}},
+		}}))
+		wantError(t, code, res, 400, "MCP server 'evil'")
+	}
+	a.unchanged(before)
+	if st := connected(); !st["npm"] || len(st) != 2 {
+		t.Errorf("servers after the refused edits: %v", st)
+	}
+	if _, err := os.Stat(apiCanary); err == nil {
+		t.Fatal("an attack sent through the config API ran its canary")
+	}
 }

@@ -16,7 +16,11 @@ const fixedText = "MCP server '' with stdio transport requires a command." +
 	"MCP server '' uses disallowed stdio command ''. Allowed commands: npx, uvx. Configure ANTLER_MCP_STDIO_COMMAND_ALLOWLIST to extend this list." +
 	"MCP server '' passes '' to '', which would run arbitrary code. Point the server at a package or module instead." +
 	"MCP server '' sets environment variable '', which would run arbitrary code at process startup." +
-	"MCP server '' passes a file path to '' as the package to run; name a package instead."
+	"MCP server '' passes a file path to '' as the package to run; name a package instead." +
+	"MCP server '' passes '' to '', which names a file, folder or program that npm would load; only the configuration file may set it." +
+	"MCP server '' sets environment variable '', which names a file, folder or program that npm would load; only the configuration file may set it." +
+	"MCP server '' runs '' without a package, which would start a shell; name the package to run." +
+	"MCP server '' sets 'cwd', the folder launchers read their configuration from; only the configuration file may set it."
 
 // FuzzCheck runs the policy on arbitrary launches. args and env are lists
 // separated by NUL (which no real argument contains). It asserts: no panic;
@@ -24,7 +28,8 @@ const fixedText = "MCP server '' with stdio transport requires a command." +
 // value; no other piece of an argument longer than 3 characters appears in a
 // message; the command appears only in the messages that name it (allowlist,
 // exec argument and path package) and only after it passed the shape check;
-// an env name reported is one given.
+// an env name reported is one given (up to any "="); a cwd is refused and
+// never shown.
 func FuzzCheck(f *testing.F) {
 	for _, tc := range deerFlowArgCases() {
 		f.Add(uint8(0), tc.command, strings.Join(tc.args, "\x00"), "")
@@ -39,6 +44,19 @@ func FuzzCheck(f *testing.F) {
 	f.Add(uint8(0), "npx", "--yes\x00/bin/sh\x00-c\x00id", "")
 	f.Add(uint8(0), "npx", "-p\x00../evil-package\x00server-bin", "npm_config_prefix")
 	f.Add(uint8(1), "uvx", "--from=./local-project\x00tool", "")
+	// npm config files and programs, in env and argv spellings.
+	f.Add(uint8(0), "npx", "", "npm_config_userconfig\x00X")
+	f.Add(uint8(0), "npx", "-y\x00pkg", "NPM_CONFIG_GLOBALCONFIG\x00X")
+	f.Add(uint8(0), "npx", "-y\x00pkg", "npm_config_userconfig=/proc/self/environ")
+	f.Add(uint8(0), "npx", "-y\x00pkg", "NODE_OPTIONS=--require=/tmp/x.js")
+	f.Add(uint8(0), "npx", "-y\x00pkg", "HOME\x00npm_config_node_gyp")
+	f.Add(uint8(0), "npx", "--userconfig=/proc/self/environ", "X")
+	f.Add(uint8(0), "npx", "--yes=--globalc=/proc/self/environ\x00pkg", "")
+	f.Add(uint8(0), "npx", "---userconfig\x00/proc/self/environ\x00-y\x00pkg", "")
+	f.Add(uint8(0), "npx", "-C\x00/mnt/user-data/workspace\x00pkg", "")
+	f.Add(uint8(0), "npx", "--git=/tmp/evil\x00github:a/b", "")
+	f.Add(uint8(0), "npx", "--", "")
+	f.Add(uint8(0x40), "npx", "-y\x00@scope/server", "")
 
 	f.Fuzz(func(t *testing.T, sel uint8, command, argList, envList string) {
 		types := []string{"stdio", "", "http", "sse", "STDIO", "stdio "}
@@ -56,9 +74,15 @@ func FuzzCheck(f *testing.F) {
 		}
 		p := launchpolicy.New(extra...)
 		l := launchpolicy.Launch{Server: "srv", Type: typ, Command: command, Args: args, EnvNames: envNames}
+		if sel&0x40 != 0 {
+			l.Cwd = "/srv/cwd-value"
+		}
 		for _, check := range []func(launchpolicy.Launch) error{p.Check, p.CheckShape} {
 			err := check(l)
 			if err == nil {
+				if l.Cwd != "" && (typ == "" || strings.EqualFold(strings.TrimSpace(typ), "stdio")) {
+					t.Fatalf("a stdio launch with a cwd was accepted: %+v", l)
+				}
 				continue
 			}
 			var pe *launchpolicy.Error
@@ -77,29 +101,40 @@ func assertNoLeak(t *testing.T, l launchpolicy.Launch, e *launchpolicy.Error) {
 		t.Fatalf("server %q reported as %q", l.Server, e.Server)
 	}
 	rest := strings.Replace(msg, "'"+l.Server+"'", "''", 1)
-	switch e.Kind {
-	case launchpolicy.DisallowedCommand, launchpolicy.ExecArg, launchpolicy.PathPackage:
+	if l.Cwd != "" && strings.Contains(msg, l.Cwd) {
+		t.Fatalf("message %q shows the cwd", msg)
+	}
+	names := e.Kind == launchpolicy.DisallowedCommand || e.Kind == launchpolicy.ExecArg || e.Kind == launchpolicy.PathPackage ||
+		e.Kind == launchpolicy.MissingPackage || e.Kind == launchpolicy.LauncherConfig && e.Flag != ""
+	switch {
+	case names:
 		if e.Command != l.Command || !singleName(l.Command) {
 			t.Fatalf("message names command %q (given %q), which did not pass the shape check", e.Command, l.Command)
 		}
 		rest = strings.Replace(rest, "'"+e.Command+"'", "''", 1)
 	}
-	switch e.Kind {
-	case launchpolicy.ExecArg:
+	switch {
+	case e.Kind == launchpolicy.ExecArg, e.Kind == launchpolicy.LauncherConfig && e.Flag != "":
 		if !strings.HasPrefix(e.Flag, "-") || strings.Contains(e.Flag, "=") || !flagFromArgs(e.Flag, l.Args) {
 			t.Fatalf("reported flag %q is not an option of %q", e.Flag, l.Args)
 		}
 		rest = strings.Replace(rest, "'"+e.Flag+"'", "''", 1)
-	case launchpolicy.EnvVar:
+	case e.Kind == launchpolicy.EnvVar, e.Kind == launchpolicy.LauncherConfig:
 		found := false
 		for _, n := range l.EnvNames {
-			found = found || n == e.EnvName
+			seen, _, _ := strings.Cut(n, "=")
+			found = found || seen == e.EnvName
 		}
-		if !found {
-			t.Fatalf("reported env name %q not among %q", e.EnvName, l.EnvNames)
+		if !found || strings.Contains(e.EnvName, "=") {
+			t.Fatalf("reported env name %q not among %q (up to \"=\")", e.EnvName, l.EnvNames)
 		}
 		rest = strings.Replace(rest, "'"+e.EnvName+"'", "''", 1)
-	case launchpolicy.DisallowedCommand:
+		for _, n := range l.EnvNames {
+			if _, after, ok := strings.Cut(n, "="); ok && len(after) > 3 && strings.Contains(rest, after) && !strings.Contains(fixedText, after) {
+				t.Fatalf("message %q shows the part of env name %q after \"=\"", msg, n)
+			}
+		}
+	case e.Kind == launchpolicy.DisallowedCommand:
 		rest = rest[:strings.Index(rest, "Allowed commands:")] // the allowlist is configuration, not input
 	}
 	if len(l.Command) > 3 && strings.Contains(rest, l.Command) && !strings.Contains(fixedText, l.Command) {

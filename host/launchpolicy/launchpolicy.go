@@ -18,13 +18,20 @@
 //  4. environment: no variable that makes a process run code at start-up
 //     (NODE_OPTIONS, LD_PRELOAD, PYTHONSTARTUP, ...), by name only.
 //
-// Between 3 and 4, for npx and uvx, the package must not be a file path
-// (pathpkg.go): a launcher given a path runs that file.
+// Between 3 and 4, for npx, no option may name a file, folder or program
+// npm loads (userconfig, globalconfig, prefix, cache, git, ...; generated
+// from npm's definitions, npmconfig.go) and a package must be given (bare
+// npx runs a shell); for npx and uvx the package must not be a file path
+// (pathpkg.go): a launcher given a path runs that file. After 4, npm_config_
+// variables naming such a file, folder or program (and, for npx, HOME,
+// PREFIX, DESTDIR) are refused too, and so is a working directory the
+// request chooses (Launch.Cwd): it is where launchers read their project
+// configuration.
 //
 // Like DeerFlow's, this is defense in depth, not a trust boundary: an
 // allowlisted launcher still runs whatever package it is pointed at. Errors
-// name the server, the command and the offending option or variable name,
-// never an argument's or a variable's value.
+// name the server, the command and the offending option or variable name
+// (or the field cwd), never an argument's, a variable's or the cwd's value.
 package launchpolicy
 
 import (
@@ -54,6 +61,10 @@ type Launch struct {
 	Command  string
 	Args     []string
 	EnvNames []string // names of env entries (values are never inspected or echoed)
+	// Cwd is the working directory the request chooses, "" for none. A
+	// caller that keeps the one the configuration file already gives the
+	// server passes "": the policy refuses any other (see WorkingDir).
+	Cwd string
 }
 
 // Policy holds the allowlist; build it once at startup. It is not changed
@@ -123,11 +134,22 @@ func (p *Policy) Check(l Launch) error {
 	if flag := execArg(l.Command, l.Args); flag != "" {
 		return &Error{Kind: ExecArg, Server: l.Server, Command: l.Command, Flag: flag}
 	}
+	if isNpx(l.Command) {
+		if flag := npxLoadFlag(l.Args); flag != "" {
+			return &Error{Kind: LauncherConfig, Server: l.Server, Command: l.Command, Flag: flag}
+		}
+		if !npxHasPackage(l.Args) {
+			return &Error{Kind: MissingPackage, Server: l.Server, Command: l.Command}
+		}
+	}
 	if pathArg(l.Command, l.Args) {
 		return &Error{Kind: PathPackage, Server: l.Server, Command: l.Command}
 	}
-	return checkEnv(l)
+	return checkPlace(l)
 }
+
+// isNpx reports whether command is npx (compared as execArg does).
+func isNpx(command string) bool { return strings.ToLower(command) == "npx" }
 
 // CheckShape runs only the command shape and environment checks: a targeted
 // edit of a disabled server defers the allowlist and argument checks to the
@@ -139,7 +161,19 @@ func (p *Policy) CheckShape(l Launch) error {
 	if err := checkCommand(l); err != nil {
 		return err
 	}
-	return checkEnv(l)
+	return checkPlace(l)
+}
+
+// checkPlace runs the checks on what the process starts with besides its
+// command line: the environment, then the working directory.
+func checkPlace(l Launch) error {
+	if err := checkEnv(l); err != nil {
+		return err
+	}
+	if l.Cwd != "" {
+		return &Error{Kind: WorkingDir, Server: l.Server}
+	}
+	return nil
 }
 
 // isStdio reports whether the (normalised) transport is stdio. An empty type
@@ -160,6 +194,9 @@ const (
 	ExecArg                           // an argument that runs a string as code
 	EnvVar                            // a code-injecting environment variable
 	PathPackage                       // a package launcher given a file path as the package (pathpkg.go)
+	LauncherConfig                    // an npm option or variable naming a file, folder or program npm loads (npmconfig.go)
+	MissingPackage                    // npx without a package: npm exec runs a shell (npmconfig.go)
+	WorkingDir                        // a working directory the request chooses
 )
 
 // Error is a launch policy violation. Error() is DeerFlow's message (with
@@ -169,9 +206,9 @@ const (
 type Error struct {
 	Kind    Kind
 	Server  string
-	Command string // set for DisallowedCommand, ExecArg and PathPackage (a validated command name)
-	Flag    string // ExecArg: the option as spelled, without its "=value"
-	EnvName string // EnvVar: the variable's name as given
+	Command string // set for DisallowedCommand, ExecArg, PathPackage, MissingPackage and a LauncherConfig flag (a validated command name)
+	Flag    string // ExecArg, LauncherConfig: the option as spelled, without its "=value"
+	EnvName string // EnvVar, LauncherConfig: the variable's name as given, up to any "="
 	allowed []string
 }
 
@@ -195,6 +232,17 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("MCP server '%s' sets environment variable '%s', which would run arbitrary code at process startup.", e.Server, e.EnvName)
 	case PathPackage:
 		return fmt.Sprintf("MCP server '%s' passes a file path to '%s' as the package to run; name a package instead.", e.Server, e.Command)
+	case LauncherConfig:
+		if e.Flag != "" {
+			return fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which names a file, folder or program that npm would load; only the configuration file may set it.",
+				e.Server, e.Flag, e.Command)
+		}
+		return fmt.Sprintf("MCP server '%s' sets environment variable '%s', which names a file, folder or program that npm would load; only the configuration file may set it.",
+			e.Server, e.EnvName)
+	case MissingPackage:
+		return fmt.Sprintf("MCP server '%s' runs '%s' without a package, which would start a shell; name the package to run.", e.Server, e.Command)
+	case WorkingDir:
+		return fmt.Sprintf("MCP server '%s' sets 'cwd', the folder launchers read their configuration from; only the configuration file may set it.", e.Server)
 	}
 	return fmt.Sprintf("MCP server '%s' violates the stdio launch policy.", e.Server)
 }
@@ -254,41 +302,42 @@ func npmExecConfig(key string) bool {
 }
 
 // npmEnvConfig returns the npm config an environment variable name sets, as
-// @npmcli/config's loadEnv derives it: names matching /^npm_config_/i, rest
-// with every "_" but a leading one turned into "-", lower-cased.
+// @npmcli/config's loadEnv derives it: names matching /^npm_config_/i, the
+// rest normalised by npmKey.
 func npmEnvConfig(name string) (string, bool) {
 	const prefix = "npm_config_"
 	if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) {
 		return "", false
 	}
-	key := name[len(prefix):]
-	if strings.HasPrefix(key, "//") {
-		return key, true
-	}
-	var b strings.Builder
-	for i, r := range key {
-		if r == '_' && i > 0 {
-			b.WriteByte('-')
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return strings.ToLower(b.String()), true
+	return npmKey(name[len(prefix):]), true
 }
 
 // checkEnv is DeerFlow's env screen (names only, stripped and upper-cased),
-// plus the npm config variables above and npm_config_prefix: host/upstream
+// on the name the child sees (envName), plus the npm config variables above
+// and npm_config_prefix (DeerFlow's message), then, with their own message,
+// every npm_config_ variable naming a file, folder or program npm loads and,
+// for npx, the variables npm locates its config files with (npmconfig.go).
+// npm_config_prefix: host/upstream
 // gives npx children a prefix with no global bin folder, because the default
 // one (/usr/bin for a Node under /usr) would let `npx bash -c …` run a
 // system program; it keeps a prefix set in the server's env as the
 // operator's choice, which a request must therefore not make.
 func checkEnv(l Launch) error {
 	for _, name := range l.EnvNames {
-		if codeInjectingEnv(strings.ToUpper(pyStrip(name))) {
-			return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
+		// Messages name the variable the child would see: a "name" holding
+		// "=" carries a value after it.
+		seen := envName(name)
+		if codeInjectingEnv(strings.ToUpper(pyStrip(seen))) {
+			return &Error{Kind: EnvVar, Server: l.Server, EnvName: seen}
 		}
-		if key, ok := npmEnvConfig(name); ok && (npmExecConfig(key) || key == "prefix") {
-			return &Error{Kind: EnvVar, Server: l.Server, EnvName: name}
+		for _, n := range []string{seen, pyStrip(seen)} {
+			key, ok := npmEnvConfig(n)
+			switch {
+			case ok && (npmExecConfig(key) || key == "prefix"):
+				return &Error{Kind: EnvVar, Server: l.Server, EnvName: seen}
+			case ok && npmLoadConfig(key), isNpx(l.Command) && npmLocationVar(n):
+				return &Error{Kind: LauncherConfig, Server: l.Server, EnvName: seen}
+			}
 		}
 	}
 	return nil

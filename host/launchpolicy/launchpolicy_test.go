@@ -75,7 +75,9 @@ func deerFlowArgCases() []deerFlowCase {
 		{"no clusters after the package", "npx", []string{"-y", "@scope/server", "-name", "value"}, false, ""},
 		{"-exclude", "npx", []string{"-y", "@scope/server", "-exclude", "node_modules"}, false, ""},
 		{"uvx -repo", "uvx", []string{"mcp-server-git", "-repo", "/srv/repo"}, false, ""},
-		{"npx -C is --prefix", "npx", []string{"-C", "/srv/prefix", "@scope/server"}, false, ""},
+		// DeerFlow accepts "npx -C /srv/prefix @scope/server" (-C is --prefix);
+		// Antler refuses it: the prefix locates npm's global config file (see
+		// TestNpmLoadConfigArgs).
 		{"npx -P is --save-prod", "npx", []string{"-P", "@scope/server", "-c", "config.json"}, false, ""},
 		{"python -m", "python", []string{"-m", "trusted_mcp_server"}, true, ""},
 	}
@@ -198,7 +200,7 @@ func TestCommandShape(t *testing.T) {
 		{"npx.cmd", launchpolicy.DisallowedCommand},
 		{"bash", launchpolicy.DisallowedCommand},
 	} {
-		err := p.Check(launchpolicy.Launch{Server: "s", Type: "stdio", Command: tc.command})
+		err := p.Check(launchpolicy.Launch{Server: "s", Type: "stdio", Command: tc.command, Args: []string{"pkg"}})
 		var pe *launchpolicy.Error
 		switch {
 		case tc.kind == 0 && err != nil:
@@ -211,62 +213,186 @@ func TestCommandShape(t *testing.T) {
 
 func TestEnvScreen(t *testing.T) {
 	p := launchpolicy.New()
+	const (
+		env    = launchpolicy.EnvVar
+		loader = launchpolicy.LauncherConfig
+	)
 	for _, tc := range []struct {
-		name     string
-		rejected bool
+		name string
+		kind launchpolicy.Kind // 0: accepted
 	}{
-		{"NODE_OPTIONS", true},
-		{"node_options", true},
-		{" Node_Options ", true},
-		{"LD_PRELOAD", true},
-		{"LD_AUDIT", true},
-		{"DYLD_INSERT_LIBRARIES", true},
-		{"BASH_ENV", true},
-		{"ENV", true},
-		{"env", true},
-		{"PYTHONSTARTUP", true},
-		{"PYTHONPATH", true},
-		{"pythonpath", true},
-		{"PYTHONHOME", true},
-		{"PERL5OPT", true},
-		{"RUBYOPT", true},
+		{"NODE_OPTIONS", env},
+		{"node_options", env},
+		{" Node_Options ", env},
+		{"LD_PRELOAD", env},
+		{"LD_AUDIT", env},
+		{"DYLD_INSERT_LIBRARIES", env},
+		{"BASH_ENV", env},
+		{"ENV", env},
+		{"env", env},
+		{"PYTHONSTARTUP", env},
+		{"PYTHONPATH", env},
+		{"pythonpath", env},
+		{"PYTHONHOME", env},
+		{"PERL5OPT", env},
+		{"RUBYOPT", env},
+		// The child sees the name up to "=": the host passes "<name>=<value>".
+		{"NODE_OPTIONS=--require", env},
+		{"LD_PRELOAD=/tmp/x.so", env},
 		// npm reads npm_config_* (case-insensitively) as its own config.
-		{"npm_config_call", true},
-		{"NPM_CONFIG_CALL", true},
-		{"npm_config_script_shell", true},
-		{"npm_config_node_options", true},
-		{"npm_config_package", true},
+		{"npm_config_call", env},
+		{"NPM_CONFIG_CALL", env},
+		{"npm_config_script_shell", env},
+		{"npm_config_node_options", env},
+		{"npm_config_package", env},
 		// npm_config_prefix would give npx back a global bin folder such as
 		// /usr/bin (host/upstream sets an empty one unless env sets it).
-		{"npm_config_prefix", true},
-		{"NPM_CONFIG_PREFIX", true},
-		{"npm_config_registry", false},
-		{"npm_config_globalconfig", false},
-		{"npm_config_cache", false},
-		{"GITHUB_TOKEN", false},
-		{"MCP_LOG_LEVEL", false},
-		{"NODE_PATH", false},
-		{"LD_LIBRARY_PATH", false},
-		{"DYLD_LIBRARY_PATH", false},
-		{"NODE_OPTIONS_EXTRA", false},
+		{"npm_config_prefix", env},
+		{"NPM_CONFIG_PREFIX", env},
+		// Configs that name a file, folder or program npm loads, in every
+		// spelling npm's loadEnv accepts.
+		{"npm_config_userconfig", loader},
+		{"NPM_CONFIG_USERCONFIG", loader},
+		{"Npm_Config_UserConfig", loader},
+		{" npm_config_userconfig", loader},
+		{"npm_config_userconfig=/proc/self/environ", loader},
+		{"npm_config_globalconfig", loader},
+		{"npm_config_cache", loader},
+		{"npm_config_cafile", loader},
+		{"npm_config_init_module", loader},
+		{"npm_config_init-module", loader},
+		{"npm_config_init.module", loader},
+		{"npm_config_logs_dir", loader},
+		{"npm_config_provenance_file", loader},
+		{"npm_config_git", loader},
+		{"npm_config_shell", loader},
+		{"npm_config_editor", loader},
+		{"npm_config_browser", loader},
+		{"npm_config_viewer", loader},
+		{"npm_config_node_gyp", loader},
+		{"NPM_CONFIG_NODE-GYP", loader},
+		// Where npm finds its config files (npx only, see below).
+		{"HOME", loader},
+		{"PREFIX", loader},
+		{"DESTDIR", loader},
+		{"npm_config_registry", 0},
+		{"npm_config_userconfig_x", 0},
+		{"npm_config_", 0},
+		{"GITHUB_TOKEN", 0},
+		{"MCP_LOG_LEVEL", 0},
+		{"NODE_PATH", 0},
+		{"LD_LIBRARY_PATH", 0},
+		{"DYLD_LIBRARY_PATH", 0},
+		{"NODE_OPTIONS_EXTRA", 0},
+		{"HOMEPAGE", 0},
 	} {
 		l := launchpolicy.Launch{Server: "s", Command: "npx", Args: []string{"-y", "pkg"}, EnvNames: []string{"OK", tc.name}}
 		for _, check := range []func(launchpolicy.Launch) error{p.Check, p.CheckShape} {
 			err := check(l)
 			var pe *launchpolicy.Error
-			if tc.rejected {
-				if !errors.As(err, &pe) || pe.Kind != launchpolicy.EnvVar || pe.EnvName != tc.name {
-					t.Errorf("env %q: %v, want EnvVar naming it", tc.name, err)
+			if tc.kind != 0 {
+				if want, _, _ := strings.Cut(tc.name, "="); !errors.As(err, &pe) || pe.Kind != tc.kind || pe.EnvName != want {
+					t.Errorf("env %q: %v, want kind %d naming it", tc.name, err, tc.kind)
 				}
 			} else if err != nil {
 				t.Errorf("env %q: %v, want accepted", tc.name, err)
 			}
 		}
 	}
-	// The env screen applies to every allowlisted command.
-	err := launchpolicy.New("python").Check(launchpolicy.Launch{Server: "s", Command: "python", Args: []string{"-m", "srv"}, EnvNames: []string{"PYTHONPATH"}})
-	if err == nil {
+	// The env screen applies to every allowlisted command; the variables npm
+	// locates its config files with only to npx.
+	py := launchpolicy.New("python")
+	if err := py.Check(launchpolicy.Launch{Server: "s", Command: "python", Args: []string{"-m", "srv"}, EnvNames: []string{"PYTHONPATH"}}); err == nil {
 		t.Error("python with PYTHONPATH accepted")
+	}
+	if err := py.Check(launchpolicy.Launch{Server: "s", Command: "python", Args: []string{"-m", "srv"}, EnvNames: []string{"npm_config_userconfig"}}); err == nil {
+		t.Error("python with npm_config_userconfig accepted")
+	}
+	if err := py.Check(launchpolicy.Launch{Server: "s", Command: "python", Args: []string{"-m", "srv"}, EnvNames: []string{"HOME"}}); err != nil {
+		t.Errorf("python with HOME: %v, want accepted", err)
+	}
+}
+
+// TestNpmLoadConfigArgs: an npx option that names a file, folder or program
+// npm loads is refused in every spelling npm's parser accepts, with its own
+// message naming the option as spelled; npx without a package is refused.
+func TestNpmLoadConfigArgs(t *testing.T) {
+	p := launchpolicy.New()
+	for _, tc := range []struct {
+		args []string
+		kind launchpolicy.Kind // 0: accepted
+		flag string
+	}{
+		{[]string{"--userconfig", "/proc/self/environ"}, launchpolicy.LauncherConfig, "--userconfig"},
+		{[]string{"--userconfig=/proc/self/environ"}, launchpolicy.LauncherConfig, "--userconfig"},
+		{[]string{"-y", "--userconfig=/proc/self/environ", "pkg"}, launchpolicy.LauncherConfig, "--userconfig"},
+		{[]string{"--userc=/x", "pkg"}, launchpolicy.LauncherConfig, "--userc"},
+		{[]string{"---userconfig", "/x", "pkg"}, launchpolicy.LauncherConfig, "---userconfig"},
+		{[]string{"--USERCONFIG=/x", "pkg"}, launchpolicy.LauncherConfig, "--USERCONFIG"},
+		{[]string{"--no-userconfig", "pkg"}, launchpolicy.LauncherConfig, "--no-userconfig"},
+		{[]string{"--yes=--globalconfig=/x", "pkg"}, launchpolicy.LauncherConfig, "--globalconfig"},
+		{[]string{"--globalconfig", "/x", "pkg"}, launchpolicy.LauncherConfig, "--globalconfig"},
+		{[]string{"--globalc=/x", "pkg"}, launchpolicy.LauncherConfig, "--globalc"},
+		{[]string{"--glob=/x", "pkg"}, 0, ""}, // ambiguous: nopt does not expand it
+		{[]string{"-C", "/srv/prefix", "@scope/server"}, launchpolicy.LauncherConfig, "-C"},
+		{[]string{"--prefix=/x", "pkg"}, launchpolicy.LauncherConfig, "--prefix"},
+		{[]string{"--cache", "/x", "pkg"}, launchpolicy.LauncherConfig, "--cache"},
+		{[]string{"--init-module=/x.js", "pkg"}, launchpolicy.LauncherConfig, "--init-module"},
+		{[]string{"--git=/x", "github:a/b"}, launchpolicy.LauncherConfig, "--git"},
+		{[]string{"--node-gyp=/x.js", "pkg"}, launchpolicy.LauncherConfig, "--node-gyp"},
+		{[]string{"--browser", "pkg"}, launchpolicy.LauncherConfig, "--browser"},
+		{[]string{"--no-depth", "pkg", "--cache=/x"}, launchpolicy.LauncherConfig, "--cache"},
+		// Exec options keep DeerFlow's message.
+		{[]string{"--userconfig=/x", "-c", "id"}, launchpolicy.ExecArg, "-c"},
+		// No package: npm exec runs a shell on the host's pipe.
+		{nil, launchpolicy.MissingPackage, ""},
+		{[]string{"-y"}, launchpolicy.MissingPackage, ""},
+		{[]string{"--"}, launchpolicy.MissingPackage, ""},
+		{[]string{"-p", "@scope/pkg"}, launchpolicy.MissingPackage, ""},
+		{[]string{"-y", ""}, launchpolicy.MissingPackage, ""},
+		// Accepted: the package's own options are its own.
+		{[]string{"-y", "pkg", "--userconfig", "/x"}, 0, ""},
+		{[]string{"-y", "pkg", "--", "--cache=/x"}, 0, ""},
+		{[]string{"--registry=https://r.example", "pkg"}, 0, ""},
+		{[]string{"-p", "@scope/pkg", "server-bin"}, 0, ""},
+	} {
+		err := p.Check(launchpolicy.Launch{Server: "srv", Command: "npx", Args: tc.args})
+		var pe *launchpolicy.Error
+		switch {
+		case tc.kind == 0:
+			if err != nil {
+				t.Errorf("npx %q: %v, want accepted", tc.args, err)
+			}
+		case !errors.As(err, &pe) || pe.Kind != tc.kind || pe.Flag != tc.flag:
+			t.Errorf("npx %q: %v, want kind %d flag %q", tc.args, err, tc.kind, tc.flag)
+		case strings.Contains(err.Error(), "/x") || strings.Contains(err.Error(), "environ"):
+			t.Errorf("npx %q: message %q shows a value", tc.args, err)
+		}
+	}
+}
+
+// TestWorkingDir: a working directory the request chooses is refused, by
+// Check and CheckShape alike, naming the field.
+func TestWorkingDir(t *testing.T) {
+	p := launchpolicy.New()
+	l := launchpolicy.Launch{Server: "fs", Command: "npx", Args: []string{"-y", "pkg"}, Cwd: "/"}
+	for _, check := range []func(launchpolicy.Launch) error{p.Check, p.CheckShape} {
+		err := check(l)
+		var pe *launchpolicy.Error
+		if !errors.As(err, &pe) || pe.Kind != launchpolicy.WorkingDir {
+			t.Fatalf("cwd \"/\": %v, want WorkingDir", err)
+		}
+		if want := "MCP server 'fs' sets 'cwd', the folder launchers read their configuration from; only the configuration file may set it."; err.Error() != want {
+			t.Errorf("message %q, want %q", err, want)
+		}
+	}
+	l.Cwd = ""
+	if err := p.Check(l); err != nil {
+		t.Errorf("no cwd: %v", err)
+	}
+	l.Type, l.Cwd = "http", "/"
+	if err := p.Check(l); err != nil {
+		t.Errorf("http server with cwd: %v, want unchecked", err)
 	}
 }
 

@@ -2478,6 +2478,56 @@ func npxRemoved(key string) bool {
 	return false
 }
 
+// npmPathConfigs are the configs whose type is nopt's path type: their value
+// names a file or folder npm reads settings, code or packages from, or
+// writes to.
+func npmPathConfigs() []string {
+	return []string{
+		"cache",
+		"cafile",
+		"globalconfig",
+		"init-module",
+		"init.module",
+		"logs-dir",
+		"prefix",
+		"provenance-file",
+		"userconfig",
+	}
+}
+
+// npmCommandConfigs returns the String configs whose value npm runs as a program or
+// hands to node as code (npmgen.CommandConfigs).
+func npmCommandConfigs() []string {
+	return []string{
+		"call",         // the command line npm exec (npx -c) runs in a shell
+		"script-shell", // the shell npm exec and lifecycle scripts run their command lines with
+		"node-options", // exported as NODE_OPTIONS to every node npm starts (--require and --import load code)
+		"git",          // the program npm runs to fetch a git dependency (npx github:user/repo)
+		"shell",        // the shell npm explore starts
+		"editor",       // the program npm edit and npm config edit start (exported as EDITOR)
+		"browser",      // the program npm opens web pages with (npm docs, npm login)
+		"viewer",       // the program npm help shows pages with
+	}
+}
+
+// npmCodeConfigs returns the keys npm's code reads that no config definition declares
+// (npmgen.CodeConfigs).
+func npmCodeConfigs() []string {
+	return []string{
+		"node-gyp", // the node-gyp script @npmcli/run-script runs when an install script calls node-gyp
+	}
+}
+
+// npmLocationEnv returns the environment variables from which npm derives where its
+// config files are (npmgen.LocationEnv).
+func npmLocationEnv() []string {
+	return []string{
+		"HOME",    // the user config file is $HOME/.npmrc
+		"PREFIX",  // the global prefix, and so the global config file <prefix>/etc/npmrc
+		"DESTDIR", // prepended to the global prefix, and so to the global config file
+	}
+}
+
 // npmBooleanArgs returns, in DeerFlow's _NPM_BOOLEAN_ARGS notation, the npm
 // options that never take the next token as a value (see
 // npmgen.BooleanArgs).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -38,6 +39,7 @@ type oracleResult struct {
 	Argv        []string       `json:"argv"`
 	CLI         map[string]any `json:"cli"`
 	Env         map[string]any `json:"env"`
+	Parsed      []string       `json:"parsed"`
 	Remain      []string       `json:"remain"`
 	ExecReached bool           `json:"execReached"`
 	UsageError  bool           `json:"usageError"`
@@ -46,6 +48,7 @@ type oracleResult struct {
 		ScriptShell  bool `json:"scriptShell"`
 		NodeOptions  bool `json:"nodeOptions"`
 		ShellCommand bool `json:"shellCommand"`
+		Shell        bool `json:"shell"`
 	} `json:"runs"`
 	Code bool `json:"code"`
 	// RunsFile: exec would run or install a file path where a package
@@ -194,6 +197,35 @@ func expectedStricter() []stricterCase {
 			applies: func(_ oracleVector, r oracleResult, _ *Error) bool { return r.Crash != nil },
 		},
 		{
+			name: "npm option or variable naming a file, folder or program",
+			reason: "an option npm parses as a config of nopt's path type (userconfig, globalconfig, prefix, -C, " +
+				"cache, ...) or a command config (git, browser, ...), or such an npm_config_ variable, or HOME, " +
+				"PREFIX or DESTDIR for npx, is refused whether or not the file it names exists or sets anything: " +
+				"what the file holds is decided when npm starts, not when the policy runs.",
+			applies: func(v oracleVector, r oracleResult, err *Error) bool {
+				if err.Kind != LauncherConfig {
+					return false
+				}
+				if err.EnvName != "" {
+					return true
+				}
+				for _, k := range r.Parsed {
+					if npmLoadConfig(k) {
+						return true
+					}
+				}
+				return false
+			},
+		},
+		{
+			name: "npx without a package, stopped before exec",
+			reason: "--version, --versions and --usage (or -h) stop npm before exec, so no shell starts; the " +
+				"validator refuses every npx line without a package instead of modelling which options stop npm.",
+			applies: func(_ oracleVector, r oracleResult, err *Error) bool {
+				return err.Kind == MissingPackage && !r.ExecReached
+			},
+		},
+		{
 			name: "npm config variables refused by name",
 			reason: "npm_config_call, npm_config_script_shell, npm_config_node_options and npm_config_package " +
 				"set those configs for npx like the options do; they are refused by name, like NODE_OPTIONS, " +
@@ -208,8 +240,15 @@ func expectedStricter() []stricterCase {
 // (validator) against it.
 func TestAgainstRealNpx(t *testing.T) {
 	npmDir := pinnedNPM(t)
-	vectors := oracleCorpus()
+	files, mustRun := fileConfigVectors(t)
+	corpus := oracleCorpus()
+	vectors := append(corpus, files...)
 	results := runOracle(t, npmDir, vectors)
+	for i, must := range mustRun {
+		if r := results[len(corpus)+i]; must && !r.Code {
+			t.Errorf("npx %q env %v: npm should run the config file's line but the oracle says %+v; the file vectors prove nothing", files[i].Args, files[i].Env, r)
+		}
+	}
 	t.Run("replay", func(t *testing.T) { checkReplay(t, vectors, results) })
 	t.Run("validator", func(t *testing.T) { checkValidator(t, vectors, results) })
 }
@@ -301,12 +340,14 @@ func checkReplay(t *testing.T, vectors []oracleVector, results []oracleResult) {
 		}
 		var got, want []string
 		for _, s := range sets {
-			if npmExecConfig(s.key) && !slices.Contains(got, s.key) {
-				got = append(got, s.key)
+			if k := npmKey(s.key); oracleWatched(k) && !slices.Contains(got, k) {
+				got = append(got, k)
 			}
 		}
-		for k := range r.CLI {
-			want = append(want, k)
+		for _, k := range r.Parsed {
+			if !slices.Contains(want, k) {
+				want = append(want, k)
+			}
 		}
 		sort.Strings(got)
 		sort.Strings(want)
@@ -327,11 +368,18 @@ func checkReplay(t *testing.T, vectors []oracleVector, results []oracleResult) {
 // runOracle runs testdata/npx-oracle.js once with every vector.
 func runOracle(t *testing.T, npmDir string, vectors []oracleVector) []oracleResult {
 	t.Helper()
-	in, err := json.Marshal(map[string]any{"npmDir": npmDir, "vectors": vectors})
+	var watched []string
+	for _, list := range [][]string{{"call", "script-shell", "node-options", "package"}, npmPathConfigs(), npmCommandConfigs(), npmCodeConfigs()} {
+		watched = append(watched, list...)
+	}
+	in, err := json.Marshal(map[string]any{"npmDir": npmDir, "watched": watched, "vectors": vectors})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("node", filepath.Join("testdata", "npx-oracle.js"))
+	// The oracle's own environment holds a config line, for the vectors that
+	// point a config file at /proc/self/environ.
+	cmd.Env = append(os.Environ(), "ORACLE_PAYLOAD=\ncall=echo oracle\n")
 	cmd.Stdin = bytes.NewReader(in)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -346,6 +394,101 @@ func runOracle(t *testing.T, npmDir string, vectors []oracleVector) []oracleResu
 		t.Fatalf("npx-oracle.js answered %d vectors of %d", len(results), len(vectors))
 	}
 	return results
+}
+
+// oracleWatched reports whether npm key k is one the policy screens in npx
+// options: an exec config or one npmLoadConfig names.
+func oracleWatched(k string) bool { return npmExecConfig(k) || npmLoadConfig(k) }
+
+// fileConfigVectors point npm at config files in every spelling: files in a
+// temporary folder with a `call` or `node-options` line, and
+// /proc/self/environ, which holds the oracle's ORACLE_PAYLOAD. mustRun marks
+// the vectors through which npm runs the file's line: a call without a
+// package, or node-options with one.
+func fileConfigVectors(t *testing.T) (out []oracleVector, mustRun []bool) {
+	dir := t.TempDir()
+	write := func(rel, data string) string {
+		path := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	callRC := write("call.npmrc", "call=echo oracle\n")
+	nodeRC := write("node.npmrc", "node-options=--require=/nonexistent/oracle.js\n")
+	// A folder npm finds config files in: <dir>/.npmrc (project config for
+	// --prefix, user config for HOME) and <dir>/etc/npmrc (global config).
+	place := filepath.Dir(write("place/.npmrc", "call=echo oracle\n"))
+	write("place/etc/npmrc", "call=echo oracle\n")
+
+	files := []string{"/proc/self/environ", callRC, nodeRC}
+	tails := [][]string{nil, {"-y", "pkg"}}
+	for _, key := range []string{"userconfig", "globalconfig"} {
+		for _, name := range []string{"npm_config_" + key, "NPM_CONFIG_" + strings.ToUpper(key), "Npm_Config_" + key} {
+			for _, f := range files {
+				for _, tail := range tails {
+					out = append(out, oracleVector{Args: tail, Env: map[string]string{name: f}})
+				}
+			}
+		}
+		abbrev := map[string]string{"userconfig": "--userc", "globalconfig": "--globalc"}[key]
+		for _, f := range files {
+			for _, args := range [][]string{
+				{"--" + key + "=" + f}, {"--" + key, f}, {abbrev + "=" + f}, {"---" + key, f},
+				{"--yes=--" + key + "=" + f}, {"-y", "--" + key, f}, {"--no-depth", "x", "--" + key + "=" + f},
+			} {
+				for _, tail := range tails {
+					out = append(out, oracleVector{Args: append(slices.Clone(args), tail...)})
+				}
+			}
+		}
+	}
+	for _, v := range []oracleVector{
+		{Args: []string{"-C", place}},
+		{Args: []string{"--prefix=" + place}},
+		{Args: []string{"--prefi", place}},
+		{Env: map[string]string{"npm_config_prefix": place}},
+		{Env: map[string]string{"HOME": place}},
+		{Env: map[string]string{"PREFIX": place}},
+		{Args: []string{"-y", "pkg"}, Env: map[string]string{"npm_config_cache": dir}},
+		{Args: []string{"--cache", dir, "pkg"}},
+		{Args: []string{"--git=/bin/false", "pkg"}},
+		{Args: []string{"--node-gyp=/nonexistent/x.js", "pkg"}},
+		{Args: []string{"--NODE-GYP=/nonexistent/x.js", "pkg"}},
+	} {
+		out = append(out, v)
+		if len(v.Args) == 0 || v.Args[len(v.Args)-1] != "pkg" {
+			out = append(out, oracleVector{Args: append(slices.Clone(v.Args), "-y", "pkg"), Env: v.Env})
+		}
+	}
+	for i, v := range out {
+		if v.Args == nil {
+			out[i].Args = []string{}
+		}
+		withPkg := slices.Contains(v.Args, "pkg") || slices.Contains(v.Args, "x") // --no-depth x: x is positional
+		node := slices.ContainsFunc(v.Args, func(a string) bool { return strings.Contains(a, nodeRC) })
+		for _, val := range v.Env {
+			node = node || val == nodeRC
+		}
+		named := false
+		for _, a := range append(slices.Clone(v.Args), envValues(v.Env)...) {
+			named = named || a == callRC || strings.HasSuffix(a, "="+callRC) || strings.Contains(a, "/proc/self/environ") ||
+				strings.Contains(a, place) || a == nodeRC || strings.HasSuffix(a, "="+nodeRC)
+		}
+		mustRun = append(mustRun, named && (node == withPkg))
+	}
+	return out, mustRun
+}
+
+func envValues(env map[string]string) []string {
+	var out []string
+	for _, v := range env {
+		out = append(out, v)
+	}
+	return out
 }
 
 // oracleCorpus is DeerFlow's npx examples plus generated vectors: exec flags

@@ -2,7 +2,7 @@
 // pinned npm (testdata/npm) would run a string as code before it reaches the
 // package. It is run by oracle_test.go:
 //
-//	node npx-oracle.js < {"npmDir": "...", "vectors": [{"args": [...], "env": {...}}]}
+//	node npx-oracle.js < {"npmDir": "...", "watched": [...], "vectors": [{"args": [...], "env": {...}}]}
 //
 // and prints one JSON result per vector. Every parsing step is npm's own
 // code, run in this process:
@@ -29,7 +29,17 @@
 //     (--require, --import);
 //   - shellCommand: a package config (so no bin lookup replaces args[0])
 //     and a first positional argument that is not one plain word: it
-//     reaches `sh -c` unescaped.
+//     reaches `sh -c` unescaped;
+//   - shell: no call and no (or an empty) first positional argument: the
+//     script is the script shell itself, run on the child's stdin (libnpmexec's
+//     interactive mode, non-interactive when stdin is not a terminal).
+//
+// Config files take part like the command line: a userconfig, globalconfig,
+// prefix or HOME the vector names is read by Config.load() (the working
+// folder and HOME stay empty otherwise), so a `call` or `node-options` line
+// in such a file shows up as code. cli and env report, for the keys in
+// "watched" (normalised as npm's loadEnv does), what the command line and
+// the environment set.
 //
 // Apart from code, runsFile says whether exec would run or install a file
 // path given where a package belongs (see below).
@@ -51,6 +61,9 @@ const main = async () => {
   const Config = fromBin('@npmcli/config')
   const { definitions, flatten, shorthands } = fromBin('@npmcli/config/lib/definitions')
   const npa = fromBin('npm-package-arg')
+  const configDir = path.dirname(require.resolve('@npmcli/config/package.json', { paths: [binDir] }))
+  const nopt = require(require.resolve('nopt', { paths: [configDir] }))
+  const noptLib = require(path.join(path.dirname(require.resolve('nopt/package.json', { paths: [configDir] })), 'lib', 'nopt-lib.js'))
 
   const npxPath = path.join(binDir, 'npx-cli.js')
   const cliPath = require.resolve(path.join(npmDir, 'lib', 'cli.js'))
@@ -71,13 +84,14 @@ const main = async () => {
 
   const shellWord = (s) => /^[A-Za-z0-9@%+:,./_-]*$/.test(s)
   const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k)
-  const watched = ['call', 'script-shell', 'node-options', 'package']
+  const watched = new Set(input.watched)
+  const npmKey = (k) => k.startsWith('//') ? k : k.replace(/(?!^)_/g, '-').toLowerCase()
 
   // Stage 1 is synchronous and uses the global process.argv, so it runs
   // vector by vector; stage 2 only reads its own Config and env, so those
   // loads overlap (their file reads would otherwise dominate).
   const runNpxCli = (vec) => {
-    const r = { crash: null, stderr: [], argv: null, cli: {}, env: {}, remain: null }
+    const r = { crash: null, stderr: [], argv: null, cli: {}, env: {}, parsed: [], remain: null }
     captured = null
     const savedArgv = process.argv
     const savedError = console.error
@@ -127,15 +141,26 @@ const main = async () => {
     }
     const cliData = config.data.get('cli').data
     const envData = config.data.get('env').data
-    for (const k of watched) {
-      if (own(cliData, k)) {
-        r.cli[k] = cliData[k]
-      }
-      if (own(envData, k)) {
-        r.env[k] = envData[k]
+    for (const [data, out] of [[cliData, r.cli], [envData, r.env]]) {
+      for (const k of Object.keys(data)) {
+        if (watched.has(npmKey(k))) {
+          out[npmKey(k)] = data[k]
+        }
       }
     }
     r.remain = [...config.parsedArgv.remain]
+    // parsed: the watched keys nopt's parse() sets, before clean() drops
+    // the values its types refuse (and before Config files a --globalconfig
+    // under its defaults): what the Go replay models.
+    const raw = {}
+    try {
+      noptLib.parse(argv.slice(2), raw, [], { types: config.types, shorthands, typeDefs: nopt.typeDefs })
+    } catch {}
+    for (const k of Object.keys(raw)) {
+      if (watched.has(npmKey(k))) {
+        r.parsed.push(npmKey(k))
+      }
+    }
 
     // 3. lib/npm.js #load and #exec, lib/commands/exec.js, libnpmexec
     const versions = !!config.get('versions', 'cli') // argv becomes ['version']
@@ -155,6 +180,7 @@ const main = async () => {
       scriptShell: go && !!scriptShell,
       nodeOptions: go && nodeOptions,
       shellCommand: go && !call && packages.length > 0 && args.length > 0 && !shellWord(args[0]),
+      shell: go && !call && !args[0],
     }
     // runsFile: exec would run or install a file path given as a package
     // (libnpmexec 9, lib/index.js): a --package value npm-package-arg reads
@@ -196,7 +222,7 @@ const main = async () => {
 }
 
 const finish = (r) => {
-  r.runs = r.runs || { call: false, scriptShell: false, nodeOptions: false, shellCommand: false }
+  r.runs = r.runs || { call: false, scriptShell: false, nodeOptions: false, shellCommand: false, shell: false }
   r.execReached = !!r.execReached
   r.usageError = !!r.usageError
   r.runsFile = !!r.runsFile

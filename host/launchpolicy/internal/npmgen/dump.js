@@ -11,6 +11,8 @@
 //     npm's bin/ folder (bin/npx-cli.js requires exactly this module).
 //   - abbrevs, shortAbbrevs: the `abbrev` module that nopt requires, applied
 //     to the config names and to the shorthand names, as nopt's parse() does.
+//   - sources: whether npm's code still reads the names npmgen tags by hand
+//     (see npmgen.go), given as {module, needle} pairs in argv[3].
 //   - npx: the Sets that bin/npx-cli.js builds when it starts. They are local
 //     constants of that script, so the script is run once with an empty
 //     command line and a recording Set in place of the global one; lib/cli.js
@@ -33,6 +35,7 @@ if (pkg.name !== 'npm') {
 const binDir = path.join(npmDir, 'bin')
 const fromBin = (id) => require(require.resolve(id, { paths: [binDir] }))
 const { definitions, shorthands } = fromBin('@npmcli/config/lib/definitions')
+const typeDefs = fromBin('@npmcli/config/lib/type-defs')
 const noptDir = path.dirname(require.resolve('nopt/package.json', { paths: [binDir] }))
 const abbrev = require(require.resolve('abbrev', { paths: [noptDir] }))
 const noptVersion = require(path.join(noptDir, 'package.json')).version
@@ -55,6 +58,8 @@ const describe = (name, type) => {
     nullOnly: t === null,
     hasNull: arr && t.includes(null),
     literals: arr ? t.filter((x) => typeof x === 'string') : [],
+    // path: the value names a file or folder (nopt's path type).
+    path: t === typeDefs.path.type || (arr && t.includes(typeDefs.path.type)),
   }
   return out
 }
@@ -131,6 +136,15 @@ for (const needle of [
   }
 }
 
+// sources: for each {module, needle} npmgen passes as JSON in argv[3] (the
+// places a hand-tagged name is read by npm's code), whether the module, as
+// resolved from npm's bin/ folder, still contains the needle.
+const needles = JSON.parse(process.argv[3] || '[]')
+const sources = needles.map(({ module: id, needle }) => {
+  const file = require.resolve(id, { paths: [binDir] })
+  return { module: id, needle, found: require('node:fs').readFileSync(file, 'utf8').includes(needle) }
+})
+
 process.stdout.write(JSON.stringify({
   npmVersion: pkg.version,
   noptVersion,
@@ -139,4 +153,5 @@ process.stdout.write(JSON.stringify({
   abbrevs,
   shortAbbrevs,
   npx: { removedSwitches, removedOpts, switches, opts },
+  sources,
 }, null, 1) + '\n')

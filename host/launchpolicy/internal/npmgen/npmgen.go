@@ -28,6 +28,7 @@ type Tables struct {
 	Shorthands   map[string][]string `json:"shorthands"`
 	Abbrevs      map[string]string   `json:"abbrevs"`
 	ShortAbbrevs map[string]string   `json:"shortAbbrevs"`
+	Sources      []Source            `json:"sources"`
 	NPX          struct {
 		RemovedSwitches []string `json:"removedSwitches"`
 		RemovedOpts     []string `json:"removedOpts"`
@@ -47,11 +48,112 @@ type Config struct {
 	NullOnly   bool     `json:"nullOnly"`
 	HasNull    bool     `json:"hasNull"`
 	Literals   []string `json:"literals"`
+	Path       bool     `json:"path"` // nopt's path type: the value names a file or folder
+}
+
+// Source is dump.js's answer for one needle: whether module (resolved from
+// npm's bin folder) still contains it.
+type Source struct {
+	Module string `json:"module"`
+	Needle string `json:"needle"`
+	Found  bool   `json:"found"`
+}
+
+// Tag is a name npm's config types cannot tell apart, tagged by hand: a
+// String config whose value is a program or code, or a name npm's code reads
+// outside the config definitions (then Module and Needle say where, and
+// generation fails when npm no longer contains Needle there).
+type Tag struct {
+	Name   string
+	Reason string
+	Module string // module id resolved from npm's bin folder; "" for a config definition
+	Needle string
+}
+
+// CommandConfigs are the config definitions typed String (or null|String)
+// whose value npm runs as a program or hands to node as code. Their type
+// does not say so, so they are tagged here; generation fails when one is no
+// longer a String config of the pinned npm.
+var CommandConfigs = []Tag{
+	{Name: "call", Reason: "the command line npm exec (npx -c) runs in a shell"},
+	{Name: "script-shell", Reason: "the shell npm exec and lifecycle scripts run their command lines with"},
+	{Name: "node-options", Reason: "exported as NODE_OPTIONS to every node npm starts (--require and --import load code)"},
+	{Name: "git", Reason: "the program npm runs to fetch a git dependency (npx github:user/repo)"},
+	{Name: "shell", Reason: "the shell npm explore starts"},
+	{Name: "editor", Reason: "the program npm edit and npm config edit start (exported as EDITOR)"},
+	{Name: "browser", Reason: "the program npm opens web pages with (npm docs, npm login)"},
+	{Name: "viewer", Reason: "the program npm help shows pages with"},
+}
+
+// CodeConfigs are keys npm's code reads that no config definition declares.
+// npm loads any npm_config_<key> variable and any --<key>=value option as a
+// config and exports every config it was given to the processes it starts,
+// so such a key is set both ways.
+var CodeConfigs = []Tag{
+	{Name: "node-gyp", Reason: "the node-gyp script @npmcli/run-script runs when an install script calls node-gyp",
+		Module: "@npmcli/run-script/lib/make-spawn-args.js", Needle: "env.npm_config_node_gyp"},
+}
+
+// LocationEnv are the environment variables from which @npmcli/config
+// derives where its config files are: not configs, read by name.
+var LocationEnv = []Tag{
+	{Name: "HOME", Reason: "the user config file is $HOME/.npmrc",
+		Module: "@npmcli/config/lib/index.js", Needle: "this.home = this.env.HOME"},
+	{Name: "PREFIX", Reason: "the global prefix, and so the global config file <prefix>/etc/npmrc",
+		Module: "@npmcli/config/lib/index.js", Needle: "this.globalPrefix = this.env.PREFIX"},
+	{Name: "DESTDIR", Reason: "prepended to the global prefix, and so to the global config file",
+		Module: "@npmcli/config/lib/index.js", Needle: "this.globalPrefix = join(this.env.DESTDIR, this.globalPrefix)"},
+}
+
+// needles are the {module, needle} pairs dump.js checks.
+func needles() []map[string]string {
+	var out []map[string]string
+	for _, list := range [][]Tag{CodeConfigs, LocationEnv} {
+		for _, t := range list {
+			out = append(out, map[string]string{"module": t.Module, "needle": t.Needle})
+		}
+	}
+	return out
+}
+
+// checkTags fails when a hand tag no longer matches the pinned npm.
+func checkTags(t *Tables) error {
+	byName := map[string]Config{}
+	for _, c := range t.Configs {
+		byName[c.Name] = c
+	}
+	for _, tag := range CommandConfigs {
+		c, ok := byName[tag.Name]
+		if !ok || !(c.StringOnly || c.HasString) {
+			return fmt.Errorf("npmgen: command config %q is no longer a String config of npm %s; review CommandConfigs", tag.Name, t.NPMVersion)
+		}
+	}
+	for _, tag := range CodeConfigs {
+		if _, ok := byName[tag.Name]; ok {
+			return fmt.Errorf("npmgen: %q is now a config definition of npm %s; move it out of CodeConfigs", tag.Name, t.NPMVersion)
+		}
+	}
+	found := map[[2]string]bool{}
+	for _, s := range t.Sources {
+		found[[2]string{s.Module, s.Needle}] = s.Found
+	}
+	for _, list := range [][]Tag{CodeConfigs, LocationEnv} {
+		for _, tag := range list {
+			if !found[[2]string{tag.Module, tag.Needle}] {
+				return fmt.Errorf("npmgen: %s of npm %s no longer contains %q (tag %q); review the tag", tag.Module, t.NPMVersion, tag.Needle, tag.Name)
+			}
+		}
+	}
+	return nil
 }
 
 // Dump runs dump.js with node against the npm package in npmDir.
 func Dump(npmDir string) (*Tables, error) {
-	cmd := exec.Command("node", "-", npmDir)
+	arg, err := json.Marshal(needles())
+	if err != nil {
+		return nil, fmt.Errorf("npmgen: encode needles: %w", err)
+	}
+	cmd := exec.Command("node", "-", npmDir, string(arg))
 	cmd.Stdin = strings.NewReader(dumpScript)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -65,6 +167,9 @@ func Dump(npmDir string) (*Tables, error) {
 	}
 	if t.NPMVersion == "" || len(t.Configs) == 0 || len(t.Shorthands) == 0 || len(t.Abbrevs) == 0 {
 		return nil, fmt.Errorf("npmgen: dump.js reported empty tables for %s", npmDir)
+	}
+	if err := checkTags(&t); err != nil {
+		return nil, err
 	}
 	return &t, nil
 }
@@ -228,6 +333,18 @@ func Render(t *Tables) ([]byte, error) {
 	sort.Strings(removed)
 	writeSet(&b, "npxRemoved", "whether bin/npx-cli.js drops key (an option removed in npm 7)", removed)
 
+	var paths []string
+	for _, c := range t.Configs {
+		if c.Path {
+			paths = append(paths, c.Name)
+		}
+	}
+	writeList(&b, "// npmPathConfigs are the configs whose type is nopt's path type: their value\n"+
+		"// names a file or folder npm reads settings, code or packages from, or\n// writes to.\n", "npmPathConfigs", paths, nil)
+	writeTags(&b, "npmCommandConfigs", "the String configs whose value npm runs as a program or\n// hands to node as code (npmgen.CommandConfigs)", CommandConfigs)
+	writeTags(&b, "npmCodeConfigs", "the keys npm's code reads that no config definition declares\n// (npmgen.CodeConfigs)", CodeConfigs)
+	writeTags(&b, "npmLocationEnv", "the environment variables from which npm derives where its\n// config files are (npmgen.LocationEnv)", LocationEnv)
+
 	args := BooleanArgs(t)
 	onlyGen, onlyDeer := CompareWithDeerFlow(args)
 	none := func(l []string) string {
@@ -236,19 +353,14 @@ func Render(t *Tables) ([]byte, error) {
 		}
 		return strings.Join(l, " ")
 	}
-	p("// npmBooleanArgs returns, in DeerFlow's _NPM_BOOLEAN_ARGS notation, the npm\n")
-	p("// options that never take the next token as a value (see\n")
-	p("// npmgen.BooleanArgs).\n//\n")
-	p("// Compared with DeerFlow's _NPM_BOOLEAN_ARGS: only here: %s; only in\n", none(onlyGen))
-	p("// DeerFlow's: %s. (--browser and --color list Boolean among other types,\n", none(onlyDeer))
-	p("// which is what makes bin/npx-cli.js treat an option as a switch; -p is\n")
-	p("// npm's --parseable, which DeerFlow leaves out of this table and npx\n")
-	p("// rewrites to --package.)\n")
-	p("func npmBooleanArgs() []string {\n\treturn []string{\n")
-	for _, a := range args {
-		p("\t\t%s,\n", q(a))
-	}
-	p("\t}\n}\n\n")
+	writeList(&b, "// npmBooleanArgs returns, in DeerFlow's _NPM_BOOLEAN_ARGS notation, the npm\n"+
+		"// options that never take the next token as a value (see\n"+
+		"// npmgen.BooleanArgs).\n//\n"+
+		"// Compared with DeerFlow's _NPM_BOOLEAN_ARGS: only here: "+none(onlyGen)+"; only in\n"+
+		"// DeerFlow's: "+none(onlyDeer)+". (--browser and --color list Boolean among other types,\n"+
+		"// which is what makes bin/npx-cli.js treat an option as a switch; -p is\n"+
+		"// npm's --parseable, which DeerFlow leaves out of this table and npx\n"+
+		"// rewrites to --package.)\n", "npmBooleanArgs", args, nil)
 	writeSet(&b, "npmBooleanArg", "whether flag is one of npmBooleanArgs", args)
 
 	out, err := format.Source(b.Bytes())
@@ -256,6 +368,32 @@ func Render(t *Tables) ([]byte, error) {
 		return nil, fmt.Errorf("npmgen: format generated source: %w", err)
 	}
 	return out, nil
+}
+
+// writeTags writes a list function of the tagged names, each with its
+// reason.
+func writeTags(b *bytes.Buffer, name, doc string, tags []Tag) {
+	names := make([]string, len(tags))
+	notes := make([]string, len(tags))
+	for i, t := range tags {
+		names[i], notes[i] = t.Name, t.Reason
+	}
+	writeList(b, fmt.Sprintf("// %s returns %s.\n", name, doc), name, names, notes)
+}
+
+// writeList writes doc and a function name returning items, each followed
+// by the comment notes[i] when notes is given.
+func writeList(b *bytes.Buffer, doc, name string, items, notes []string) {
+	b.WriteString(doc)
+	fmt.Fprintf(b, "func %s() []string {\n\treturn []string{\n", name)
+	for i, item := range items {
+		fmt.Fprintf(b, "\t\t%s,", strconv.Quote(item))
+		if notes != nil {
+			fmt.Fprintf(b, " // %s", notes[i])
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(b, "\t}\n}\n\n")
 }
 
 func writeStringMap(b *bytes.Buffer, name, doc string, m map[string]string) {
