@@ -3,9 +3,13 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/task/ordinary"
@@ -67,5 +71,35 @@ func TestTaskErrorsHideTheRemoteTaskID(t *testing.T) {
 		if strings.Contains(body, r.RemoteTaskID) {
 			t.Errorf("a gateway response holds the remote id %q", r.RemoteTaskID)
 		}
+	}
+}
+
+// An upstream that answers every submit with the same remote id: the second
+// submit is refused as a duplicate, and the refusal does not quote the id.
+func TestDuplicateSubmitDoesNotQuoteTheRemoteID(t *testing.T) {
+	const remoteID = "fixed-remote-id-5e1f"
+	srv := server.NewMCPServer("fixed", "1.0.0", server.WithToolCapabilities(false))
+	payload := map[string]any{"task_id": remoteID, "status": "running"}
+	for _, name := range []string{"submit", "status"} {
+		srv.AddTool(mcp.NewTool(name, mcp.WithString("task_id")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultStructured(payload, "running"), nil
+		})
+	}
+	srv.AddTool(mcp.NewTool("cancel", mcp.WithString("task_id")), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultStructured(map[string]any{"task_id": remoteID, "status": "cancelled"}, "cancelled"), nil
+	})
+	upstream := httptest.NewServer(server.NewStreamableHTTPServer(srv))
+	t.Cleanup(upstream.Close)
+	a, _, _, responses := newTaskAPI(t, fmt.Sprintf(`{"mcpServers": {"fixed": {"type": "http", "url": %q,
+		"task_toolsets": [{"name": "job", "submit_tool": "submit", "status_tool": "status", "cancel_tool": "cancel"}]}}}`, upstream.URL+"/mcp"))
+	if code, res := a.do("POST", "/api/mcp/tools/fixed_submit/call", `{"arguments": {}, "thread_id": "t1"}`); code != 200 || res["isError"] == true {
+		t.Fatalf("first submit: %d %v", code, res)
+	}
+	code, res := a.do("POST", "/api/mcp/tools/fixed_submit/call", `{"arguments": {}, "thread_id": "t1"}`)
+	if code != 200 || res["isError"] != true || !strings.Contains(text(res), "already tracked for server 'fixed'") {
+		t.Fatalf("second submit: %d %v, want a duplicate refusal", code, res)
+	}
+	if strings.Contains(responses.String(), remoteID) {
+		t.Errorf("a gateway response quotes the remote id: %s", responses.String())
 	}
 }
