@@ -40,10 +40,21 @@ func TestOpenDamagedSQLite(t *testing.T) {
 			}
 		}},
 	}
+	filled, err := os.ReadFile(filledStore(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOf := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "tasks.db")
+		if err := os.WriteFile(path, filled, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			path := filledStore(t)
+			path := copyOf(t)
 			tt.damage(t, path)
 			s, err := taskstore.Open(context.Background(), path)
 			if err == nil {
@@ -57,7 +68,7 @@ func TestOpenDamagedSQLite(t *testing.T) {
 	}
 	t.Run("intact", func(t *testing.T) {
 		t.Parallel()
-		s, err := taskstore.Open(context.Background(), filledStore(t))
+		s, err := taskstore.Open(context.Background(), copyOf(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +77,7 @@ func TestOpenDamagedSQLite(t *testing.T) {
 }
 
 // filledStore creates a closed SQLite task store with enough rows to span
-// many pages and returns its path.
+// many pages and returns its path (closing checkpoints the WAL into it).
 func filledStore(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
@@ -75,7 +86,7 @@ func filledStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 300 {
+	for i := range 100 {
 		nt := taskstore.NewTask{ID: fmt.Sprintf("task-%03d", i), UserID: "u", ThreadID: "t", ServerName: "s", DriverName: "d",
 			RemoteTaskID: fmt.Sprintf("remote-%03d", i), TaskName: strings.Repeat("n", 200), Snapshot: taskstore.Snapshot{Status: "completed"}}
 		if _, err := s.Create(ctx, nt, time.UnixMilli(int64(i+1))); err != nil {

@@ -167,16 +167,12 @@ func (t *Translator) Ref(ref string) (string, bool) {
 	} else if strings.Contains(ref, "://") {
 		return "", false
 	}
-	relative := !filepath.IsAbs(p)
-	if relative {
+	var resolved string
+	if !filepath.IsAbs(p) {
 		if t.cwd == "" {
 			return "", false
 		}
-		p = filepath.Join(t.cwd, p)
-	}
-	var resolved string
-	if relative {
-		r, err := filepath.EvalSymlinks(p)
+		r, err := filepath.EvalSymlinks(filepath.Join(t.cwd, p))
 		if err != nil || isWithin(t.rcwd, r) {
 			return "", false
 		}
