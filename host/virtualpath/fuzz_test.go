@@ -88,6 +88,9 @@ func FuzzRewriteResult(f *testing.F) {
 	f.Add(`null`)
 	f.Add(`[]`)
 	f.Add(`{"content":[null,1,"",{}],"_meta":"x"}`)
+	f.Add(`{"content":[{"type":"text","text":"ENOENT: open '/nope/x'"}],"isError":true,"structuredContent":{"content":"a\nreport.md","n":[1.50,{"p":"./report.md"}]}}`)
+	f.Add(`{"structuredContent":"report.md"}`)
+	f.Add(`{"structuredContent":null,"content":[{"type":"resource_link","uri":"file:///missing/x"}]}`)
 	e := newEnv(f)
 	p := write(f, filepath.Join(e.ws, "report.md"), "x")
 	changed := []string{p}
