@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/envvar"
+	"github.com/antler-mcp/antler/host/header"
 )
 
 // decoder walks an ordered JSON tree, substituting $VAR strings and
@@ -322,10 +323,21 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// checkSpellings reports two keys of pairs that name the same HTTP header.
-func (d *decoder) checkSpellings(path string, pairs Pairs) {
+// checkHeaderNames reports the keys of pairs (the header map at path, called
+// label in messages) that cannot be sent as HTTP header names, blank ones
+// included, and two keys that name the same header. A name is quoted with
+// escapes, so a CR or LF in it never reaches a log line raw.
+func (d *decoder) checkHeaderNames(path, label string, pairs Pairs) {
 	seen := map[string]string{}
 	for _, p := range pairs {
+		if strings.TrimSpace(p.Key) == "" {
+			d.fail(path, "%s must not contain a blank header name", label)
+			continue
+		}
+		if reason := header.IllegalNameReason(p.Key); reason != "" {
+			d.fail(path, "%s: %q cannot be sent as an HTTP header name: it %s", label, p.Key, reason)
+			continue
+		}
 		low := strings.ToLower(p.Key)
 		if first, ok := seen[low]; ok {
 			d.fail(path, "maps the same HTTP header under two spellings (%q and %q); header names are case-insensitive, so keep only one", first, p.Key)

@@ -3,7 +3,9 @@ package config_test
 import (
 	"encoding/json"
 	"errors"
+	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/antler-mcp/antler/host/config"
@@ -40,6 +42,11 @@ func FuzzMerge(f *testing.F) {
 		{`{"type": "http", "url": "https://x", "transport": "sse"}`, `{"transport": {"token": "tt"}, "routing": {"mode": "prefer"}}`},
 		{`{"env": ["***"], "oauth": "***", "tools": [1], "user_auth": null}`, `{"env": {"A": 1}, "oauth": {"client_secret": "***"}}`},
 		{`{"command": "npx", "env": {"GITHUB_TOKEN": "***"}}`, ``},
+		{`{"url": "https://u:***@h/mcp?token=***&a=1", "oauth": {"token_url": "https://a/t?client_secret=***"}}`,
+			`{"url": "https://u:pw@h/mcp?token=t&a=1", "oauth": {"token_url": "https://a/t?client_secret=cs"}}`},
+		{`{"url": "https://***@h2/mcp"}`, `{"url": "https://tok@h/mcp"}`},
+		{`{"url": "https://h/v2?key=***&key=***"}`, `{"url": "https://h/v1?key=k1"}`},
+		{`{"url": "https://u:***@h/"}`, `{"url": "https://u:***@h/"}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.incoming, s.stored, false)
@@ -130,9 +137,11 @@ var (
 		regexp.MustCompile(`(?s)^Cannot set user_auth credential for '(.*)' to masked value '\*\*\*'; provide a real value\.$`),
 		regexp.MustCompile(`(?s)^Cannot set extra config key '(.*)' to masked value '\*\*\*'; provide a real value\.$`),
 		regexp.MustCompile(`(?s)^Cannot edit extra config array '(.*)' while masked secrets remain; provide real values for every masked secret\.$`),
+		regexp.MustCompile(`(?s)^Cannot set (url|token_url) to a URL with masked value '\*\*\*' where the stored URL has no secret to restore; provide a real value\.$`),
+		regexp.MustCompile(`(?s)^Cannot keep the masked '\*\*\*' secrets of (url|token_url) when its scheme or host changes; provide real values\.$`),
 	}
 	persistTemplate = regexp.MustCompile(`(?s)^Cannot persist masked secret placeholder for (.*); provide a real value\.$`)
-	locations       = regexp.MustCompile(`(?s)^(?:(?:env key|header|extra config key|oauth extra_token_params key|oauth extra config key|user_auth credential|user_auth extra config key|headers_from_context extra config key|tools override '.*' extra config key) '(.*)'|oauth (client_secret|refresh_token))$`)
+	locations       = regexp.MustCompile(`(?s)^(?:(?:env key|header|extra config key|oauth extra_token_params key|oauth extra config key|user_auth credential|user_auth extra config key|headers_from_context extra config key|tools override '.*' extra config key) '(.*)'|oauth (client_secret|refresh_token|token_url)|(url))$`)
 )
 
 // checkMergeError: the error is DeerFlow's message around a key the request
@@ -160,7 +169,7 @@ func checkMergeError(t *testing.T, err error, incoming, stored *config.Object) {
 		if l == nil {
 			t.Fatalf("unexpected location in %q", msg)
 		}
-		named = l[1] + l[2]
+		named = l[1] + l[2] + l[3]
 	}
 	if named != me.Key {
 		t.Fatalf("message %q names %q, error Key is %q", msg, named, me.Key)
@@ -224,6 +233,14 @@ func visitSecrets(server *config.Object, f func(where string, v any)) {
 			sensitiveLeaves(where+"."+k, k, get(o, k), f)
 		}
 	}
+	urlParts := func(where string, v any) {
+		if u, ok := v.(string); ok {
+			for _, part := range urlSecretParts(u) {
+				f(where, part)
+			}
+		}
+	}
+	urlParts("url", get(server, "url"))
 	values("env", get(server, "env"))
 	values("headers", get(server, "headers"))
 	extras("", server, "enabled", "type", "command", "args", "env", "url", "headers", "oauth", "user_auth",
@@ -235,6 +252,7 @@ func visitSecrets(server *config.Object, f func(where string, v any)) {
 				f("oauth."+k, v)
 			}
 		}
+		urlParts("oauth.token_url", get(oa, "token_url"))
 		values("oauth.extra_token_params", get(oa, "extra_token_params"))
 		extras("oauth", oa, "enabled", "token_url", "grant_type", "client_id", "client_secret", "refresh_token",
 			"scope", "audience", "token_field", "token_type_field", "expires_in_field", "default_token_type",
@@ -270,4 +288,50 @@ func sensitiveLeaves(where, key string, v any, f func(string, any)) {
 			f(where, t)
 		}
 	}
+}
+
+// urlSecretParts returns the raw secret parts of a URL as the config API
+// masks them: the password (or the whole user info without one) of an
+// absolute URL's authority and the values of secret-named query parameters.
+func urlSecretParts(u string) []string {
+	var out []string
+	rest := u
+	if _, after, ok := strings.Cut(u, "://"); ok && !strings.HasPrefix(u, "://") {
+		authority, tail := after, ""
+		if i := strings.IndexAny(after, "/?#"); i >= 0 {
+			authority, tail = after[:i], after[i:]
+		}
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			user, pass, hasPass := strings.Cut(authority[:at], ":")
+			switch {
+			case hasPass && pass != "":
+				out = append(out, pass)
+			case !hasPass && user != "":
+				out = append(out, user)
+			}
+		}
+		rest = tail
+	}
+	_, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return out
+	}
+	query, _, _ = strings.Cut(query, "#")
+	for _, kv := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if dk, err := url.QueryUnescape(k); err == nil {
+			k = dk
+		}
+		switch strings.ToLower(k) {
+		case "key", "sig", "signature", "auth", "jwt", "session", "sessionid", "code":
+		default:
+			if !config.IsSensitiveKey(k) {
+				continue
+			}
+		}
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -32,7 +32,8 @@ var (
 
 // MaskedServers renders every server as the config API shows it: all fields
 // with their defaults, unknown keys kept, and secrets masked as DeerFlow
-// masks them (env and header values, OAuth client_secret and refresh_token
+// masks them, plus the password or user info and secret query values of
+// url and oauth.token_url (env and header values, OAuth client_secret and refresh_token
 // as null, extra_token_params and user_auth.users values, and any unknown
 // field whose name marks a secret, at any depth). headers_from_context holds
 // only names and is shown as is.
@@ -48,7 +49,9 @@ func maskServer(o *Object) *Object {
 	for _, k := range []string{"env", "headers"} {
 		maskValues(o, k)
 	}
+	maskURLField(o, "url")
 	if oa, ok := mustObj(o, "oauth"); ok {
+		maskURLField(oa, "token_url")
 		for _, k := range []string{"client_secret", "refresh_token"} {
 			if v, _ := oa.Get(k); v != nil {
 				oa.Set(k, nil)
@@ -79,6 +82,13 @@ func mustObj(o *Object, key string) (*Object, bool) {
 	v, _ := o.Get(key)
 	c, ok := v.(*Object)
 	return c, ok
+}
+
+// maskURLField masks the secret parts of the URL string under key.
+func maskURLField(o *Object, key string) {
+	if u, ok := rawAt(o, key).(string); ok {
+		o.Set(key, MaskURL(u))
+	}
 }
 
 // maskValues replaces every value of the string map under key.

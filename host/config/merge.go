@@ -60,6 +60,8 @@ const (
 	msgUserCred    = "Cannot set user_auth credential for '%s' to masked value '***'; provide a real value."
 	msgExtraKey    = "Cannot set extra config key '%s' to masked value '***'; provide a real value."
 	msgMaskedArray = "Cannot edit extra config array '%s' while masked secrets remain; provide real values for every masked secret."
+	msgURLPart     = "Cannot set %s to a URL with masked value '***' where the stored URL has no secret to restore; provide a real value."
+	msgURLOrigin   = "Cannot keep the masked '***' secrets of %s when its scheme or host changes; provide real values."
 )
 
 // apiServerFields are the fields of DeerFlow's API server model; every other
@@ -107,6 +109,13 @@ func MergeServer(incoming, stored *Object, mode MergeMode) (*Object, error) {
 	get := func(o *Object, k string) (any, bool) { return o.Get(k) }
 
 	// DeerFlow's order decides which problem is reported first.
+	if v, ok := get(incoming, "url"); ok {
+		m, err := restoreURL(v, rawAt(stored, "url"), "url")
+		if err != nil {
+			return nil, err
+		}
+		out.Set("url", m)
+	}
 	if v, ok := get(incoming, "env"); ok {
 		m, err := restoreMasked(v, rawAt(stored, "env"), msgEnvKey)
 		if err != nil {
@@ -212,6 +221,13 @@ func mergeOAuth(in, stored any, preserve bool) (any, error) {
 	base, _ := stored.(*Object)
 	out := clone(io).(*Object)
 
+	if v, sent := io.Get("token_url"); sent {
+		m, err := restoreURL(v, rawAt(base, "token_url"), "token_url")
+		if err != nil {
+			return nil, err
+		}
+		out.Set("token_url", m)
+	}
 	if v, sent := io.Get("extra_token_params"); sent {
 		m, err := restoreMasked(v, rawAt(base, "extra_token_params"), msgTokenParam)
 		if err != nil {
@@ -397,7 +413,8 @@ func mergeExtra(key string, in, stored any, present bool) (any, error) {
 }
 
 // CheckNoMaskedSecrets refuses a server that still holds the "***"
-// placeholder where a secret lives: env and header values, OAuth
+// placeholder where a secret lives: the secret parts of url and
+// oauth.token_url (see MaskURL), env and header values, OAuth
 // client_secret, refresh_token and extra_token_params, user_auth users, and
 // sensitive unknown keys of the server, its oauth, user_auth and
 // headers_from_context blocks and its tool overrides (at any depth). It is
@@ -412,7 +429,13 @@ func CheckNoMaskedSecrets(server *Object) error {
 	if err := noMaskedExtras(server, apiServerFields, "extra config key '%s'"); err != nil {
 		return err
 	}
+	if u, _ := rawAt(server, "url").(string); maskedURL(u) {
+		return persistErr("url", "url")
+	}
 	if oa, ok := rawAt(server, "oauth").(*Object); ok {
+		if u, _ := rawAt(oa, "token_url").(string); maskedURL(u) {
+			return persistErr("token_url", "oauth token_url")
+		}
 		for _, k := range []string{"client_secret", "refresh_token"} {
 			if isMasked(rawAt(oa, k)) {
 				return persistErr(k, "oauth "+k)

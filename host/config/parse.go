@@ -184,7 +184,7 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 	}
 	if v, ok := get("headers"); ok {
 		s.Headers = d.strMap(field("headers"), v)
-		d.checkSpellings(field("headers"), s.Headers)
+		d.checkHeaderNames(field("headers"), "headers", s.Headers)
 	}
 	if v, ok := get("cwd"); ok {
 		s.Cwd = d.optStr(field("cwd"), v)
@@ -430,6 +430,8 @@ func (d *decoder) userAuth(path string, v any, raw *Object) *UserAuth {
 			u.Header = s
 			if strings.TrimSpace(s) == "" {
 				d.fail(f("header"), "user_auth.header must not be empty")
+			} else if reason := header.IllegalNameReason(s); reason != "" {
+				d.fail(f("header"), "user_auth.header cannot be sent as an HTTP header name: it %s", reason)
 			}
 		}
 	}
@@ -466,13 +468,11 @@ func (d *decoder) contextHeaders(path string, v any, raw *Object) *ContextHeader
 			}
 		}
 		for _, p := range c.Headers {
-			if strings.TrimSpace(p.Key) == "" {
-				d.fail(f("headers"), "headers_from_context.headers must not contain a blank header name")
-			} else if strings.TrimSpace(p.Value) == "" {
+			if strings.TrimSpace(p.Key) != "" && strings.TrimSpace(p.Value) == "" {
 				d.fail(joinPath(f("headers"), p.Key), "headers_from_context.headers['%s'] must name a non-blank secret key from config.context.secrets", p.Key)
 			}
 		}
-		d.checkSpellings(f("headers"), c.Headers)
+		d.checkHeaderNames(f("headers"), "headers_from_context.headers", c.Headers)
 	}
 	if v, ok := o.Get("on_missing"); ok {
 		if m, ok := d.enum(f("on_missing"), v, rawAt(raw, "on_missing"), OnMissingDeny, OnMissingPassthrough); ok {

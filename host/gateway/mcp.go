@@ -141,13 +141,32 @@ func (s *Server) servers(c echo.Context) error {
 	if warnings == nil {
 		warnings = []string{}
 	}
-	return c.JSON(http.StatusOK, map[string]any{
+	body := map[string]any{
 		"generation":    snap.Generation,
-		"config_path":   snap.ConfigPath,
 		"discovered_at": snap.DiscoveredAt,
-		"servers":       snap.ServerStatuses(),
 		"warnings":      warnings,
-	})
+	}
+	statuses := snap.ServerStatuses()
+	if principalFrom(c).IsAdmin() {
+		body["config_path"], body["servers"] = snap.ConfigPath, statuses
+		return c.JSON(http.StatusOK, body)
+	}
+	// Where the host keeps its config and how many sessions other users
+	// hold are host internals: a non-admin gets neither.
+	views := make([]agentServerStatus, len(statuses))
+	for i, st := range statuses {
+		views[i] = agentServerStatus{ServerStatus: st}
+	}
+	body["servers"] = views
+	return c.JSON(http.StatusOK, body)
+}
+
+// agentServerStatus is a server's status without its session count: the
+// outer, always-nil Sessions shadows the embedded one, so encoding/json
+// leaves the field out.
+type agentServerStatus struct {
+	toolcache.ServerStatus
+	Sessions *int `json:"sessions,omitempty"`
 }
 
 func (s *Server) resetCache(c echo.Context) error {

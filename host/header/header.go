@@ -33,6 +33,32 @@ func IllegalValueReason(v string) string {
 	return ""
 }
 
+// Reasons returned by IllegalNameReason; like the value reasons they never
+// contain the name.
+const (
+	ReasonNameEmpty = "is empty"
+	ReasonNameToken = "contains a line break, a space, a separator or another character not allowed in an HTTP header name"
+)
+
+// IllegalNameReason returns why name cannot be sent as an HTTP header name,
+// or "" when it can: a name is a non-empty RFC 9110 token (letters, digits
+// and !#$%&'*+-.^_`|~), so a CR or LF can never split a request.
+func IllegalNameReason(name string) string {
+	if name == "" {
+		return ReasonNameEmpty
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return ReasonNameToken
+		}
+	}
+	return ""
+}
+
 // Spellings maps each lower-cased name to the spelling given, for the names
 // a connection already uses (a server's static headers). The first spelling
 // of a name wins.

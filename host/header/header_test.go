@@ -105,3 +105,27 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+func TestIllegalNameReason(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"Authorization", ""},
+		{"X-Api-Key_2", ""},
+		{"!#$%&'*+-.^_`|~", ""},
+		{"", header.ReasonNameEmpty},
+		{"X-Evil\r\nInjected: 1", header.ReasonNameToken},
+		{"X-A\n", header.ReasonNameToken},
+		{"X A", header.ReasonNameToken},
+		{"X:A", header.ReasonNameToken},
+		{"X-\x00", header.ReasonNameToken},
+		{"X-\x7f", header.ReasonNameToken},
+		{"Tök", header.ReasonNameToken},
+		{`X"A`, header.ReasonNameToken},
+		{"(X)", header.ReasonNameToken},
+	} {
+		if got := header.IllegalNameReason(tc.name); got != tc.want {
+			t.Errorf("IllegalNameReason(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -101,7 +101,7 @@ func apply(req *Request, resp *abi.InterceptResponse) error {
 	if len(resp.SetHeaders) > 0 {
 		overrides := make([]header.Override, 0, len(resp.SetHeaders))
 		for _, h := range resp.SetHeaders {
-			if header.IllegalValueReason(h.Value) != "" || !validHeaderName(h.Name) {
+			if header.IllegalValueReason(h.Value) != "" || header.IllegalNameReason(h.Name) != "" {
 				return errBadHeader
 			}
 			overrides = append(overrides, header.Override{Name: h.Name, Value: h.Value})
@@ -125,20 +125,6 @@ const (
 	errBadHeader    pluginError = "plugin set an invalid header"
 	errBadArguments pluginError = "plugin replaced the arguments with something that is not a JSON object"
 )
-
-// validHeaderName accepts an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
 
 func isJSONObject(b []byte) bool {
 	t := bytes.TrimSpace(b)

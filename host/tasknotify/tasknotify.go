@@ -14,15 +14,17 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -176,14 +178,10 @@ func (w *Webhook) Notify(ctx context.Context, e Event) error {
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(req)
 	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err // drop the URL
-		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return errors.New("webhook request timed out")
 		}
-		return fmt.Errorf("webhook request failed: %w", err)
+		return &TransportError{Reason: transportReason(err), Err: err}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -198,6 +196,38 @@ func (w *Webhook) Notify(ctx context.Context, e Event) error {
 	default:
 		return fmt.Errorf("webhook answered %d %s: %w", code, http.StatusText(code), ErrRefused)
 	}
+}
+
+// TransportError is a delivery that got no answer. Its text names the kind
+// of failure only: the transport's own messages carry the receiver's host,
+// address or certificate names, and the text is stored on the task, where
+// its owner reads it.
+type TransportError struct {
+	Reason string
+	Err    error
+}
+
+func (e *TransportError) Error() string { return "webhook request failed: " + e.Reason }
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// transportReason classifies a failed request without naming the receiver.
+func transportReason(err error) string {
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	var rec tls.RecordHeaderError
+	switch {
+	case errors.As(err, &dns):
+		return "the receiver's host name could not be resolved"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed by the receiver"
+	case errors.As(err, &cert), errors.As(err, &rec), strings.Contains(err.Error(), "tls:"), strings.Contains(err.Error(), "x509:"):
+		return "TLS handshake failed"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "receiver unreachable"
+	}
+	return "transport error"
 }
 
 // Sign returns the signature header value of body sent at t:

@@ -162,3 +162,17 @@ func (d dialect) isDuplicateRemote(err error) bool {
 	return errors.As(err, &sqErr) && sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE &&
 		strings.Contains(sqErr.Error(), sqliteUniqueRemoteColumns)
 }
+
+// damaged turns an SQLite "corrupt" or "not a database" error met while
+// opening the file at path into ErrDamaged with what to do about it; other
+// errors are returned as they are.
+func (d dialect) damaged(path string, err error) error {
+	var sqErr *sqlite.Error
+	if d != dialectSQLite || !errors.As(err, &sqErr) {
+		return err
+	}
+	if c := sqErr.Code() & 0xff; c != sqlite3.SQLITE_CORRUPT && c != sqlite3.SQLITE_NOTADB {
+		return err
+	}
+	return fmt.Errorf("%w: %q (%w); restore it from a backup, or move it aside to start with an empty task store", ErrDamaged, path, sqErr)
+}

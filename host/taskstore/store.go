@@ -45,6 +45,10 @@ var ErrNotFound = errors.New("taskstore: task not found")
 // a cancellation does not report a terminal status.
 var ErrNotTerminal = errors.New("taskstore: a cancellation response must report a terminal task status")
 
+// ErrDamaged is returned by Open when SQLite reports the database file
+// corrupt or not a database while opening or migrating it.
+var ErrDamaged = errors.New("taskstore: the SQLite database is damaged")
+
 // DuplicateError reports that the user already tracks this remote task on this
 // server: the handle has a durable owner, so the caller must not cancel it.
 type DuplicateError struct {
@@ -176,11 +180,11 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		}
 	}
 	if s.write, s.read, err = d.open(ctx, target); err != nil {
-		return nil, err
+		return nil, d.damaged(target, err)
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
-		return nil, err
+		return nil, d.damaged(target, err)
 	}
 	return s, nil
 }

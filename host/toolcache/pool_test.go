@@ -38,13 +38,15 @@ func TestSessionsArePerUserAndThread(t *testing.T) {
 		t.Errorf("pids alice/t1 %d, alice/t2 %d, bob/t1 %d: want three processes", alice1.PID, alice2.PID, bob1.PID)
 	}
 	want := filepath.Join(data, "users", "alice", "threads", "t1", "user-data", "workspace")
-	if alice1.Cwd != want {
-		t.Errorf("cwd %q, want the thread workspace %q", alice1.Cwd, want)
+	// The answer names host paths; only those inside alice/t1's user data
+	// read /mnt/user-data/... (any other folder would show as it is).
+	if alice1.Cwd != "/mnt/user-data/workspace" {
+		t.Errorf("cwd %q, want the thread workspace %q as the agent sees it", alice1.Cwd, want)
 	}
 	tmp := filepath.Join(want, ".mcp", "tmp")
 	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
-		if alice1.Env[k] != tmp {
-			t.Errorf("%s = %q, want %q", k, alice1.Env[k], tmp)
+		if alice1.Env[k] != "/mnt/user-data/workspace/.mcp/tmp" {
+			t.Errorf("%s = %q, want %q as the agent sees it", k, alice1.Env[k], tmp)
 		}
 	}
 	if st, err := os.Stat(tmp); err != nil || st.Mode().Perm() != 0o700 {

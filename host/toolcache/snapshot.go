@@ -384,19 +384,16 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 	} else {
 		cctx = upstream.WithCallHeaders(cctx, req.Headers)
 	}
-	var before map[string]virtualpath.Stamp
+	var vc *virtualpath.Call // nil: no thread folders, nothing translated
 	if pt != nil {
-		before = virtualpath.Snapshot(pt.Workspace)
+		vc = virtualpath.Begin(pt.Root, pt.Workspace, pt.cwd)
+		defer vc.End()
 	}
 	raw, err := conn.CallTool(cctx, tool, args, meta)
 	if err == nil {
-		if pt != nil {
-			// Paths in the result that point into the thread's user data
-			// become /mnt/user-data/...; files the call wrote are listed.
-			changed := virtualpath.Changed(pt.Workspace, before)
-			raw = virtualpath.RewriteResult(raw, virtualpath.NewTranslator(pt.Root, pt.cwd, changed), changed)
-		}
-		return raw, nil
+		// Paths in the result that point into the thread's user data
+		// become /mnt/user-data/...; files the call wrote are listed.
+		return vc.Rewrite(raw), nil
 	}
 	var rpcErr *upstream.RPCError
 	var tooLarge *upstream.ResultTooLargeError
@@ -416,7 +413,7 @@ func (ep *endpoint) call(ctx context.Context, req *interceptor.Request) (json.Ra
 			Message: fmt.Sprintf("MCP tool '%s' on server '%s' was cancelled", tool, name)}
 	case errors.As(err, &rpcErr):
 		return nil, &CallError{Server: name, Tool: tool, Err: err,
-			Message: fmt.Sprintf("MCP server '%s' returned an error for tool '%s': %s", name, tool, truncate(Redact(rpcErr.Message), 1000))}
+			Message: fmt.Sprintf("MCP server '%s' returned an error for tool '%s': %s", name, tool, truncate(Redact(vc.Text(rpcErr.Message)), 1000))}
 	case upstream.IsConnectionClosed(err):
 		// The failed call is not replayed: it may have had effects. Only
 		// this session is evicted, and only if the pool still holds it.

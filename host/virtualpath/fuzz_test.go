@@ -23,6 +23,10 @@ var textSeeds = []string{
 	"C:\\Users\\x\\a.txt \\\\server\\share",
 	strings.Repeat("a/", 300) + "b.txt",
 	"\x00/\xff\xfe/a.txt",
+	"slept 3000ms",
+	"3/4 of tests pass, and/or km/h, ./.. ../.. ../user-data ../user-data/x",
+	"Error: ENOENT: no such file or directory, open '/nope/x.txt'",
+	"[DIR] d/ [FILE] d/a.txt:12:3 /dir/ file:///",
 }
 
 // With an empty user-data root nothing resolves inside it, so Text must
@@ -51,9 +55,16 @@ func FuzzBareNames(f *testing.F) {
 		f.Add(s)
 	}
 	f.Add("report.md report.md. xreport.md report.md/ report.md.bak (report.md)")
+	f.Add("slept 3000ms; Makefile .env 1.5 report.md")
 	e := newEnv(f)
 	p := write(f, filepath.Join(e.ws, "out", "report.md"), "x")
-	tr := virtualpath.NewTranslator(e.root, "", []string{p})
+	// Word-like names of changed files are never rewritten alone; if one
+	// were, mapping report.md's path back would not give the input.
+	var changed []string
+	for _, n := range []string{"slept 3000ms", "Makefile", ".env", "1.5", "3000ms"} {
+		changed = append(changed, write(f, filepath.Join(e.ws, n), "x"))
+	}
+	tr := virtualpath.NewTranslator(e.root, "", append(changed, p))
 	v := virtualpath.Prefix + "/workspace/out/report.md"
 	f.Fuzz(func(t *testing.T, s string) {
 		if strings.Contains(s, virtualpath.Prefix) || strings.Contains(s, e.tmp) {
@@ -77,6 +88,9 @@ func FuzzRewriteResult(f *testing.F) {
 	f.Add(`null`)
 	f.Add(`[]`)
 	f.Add(`{"content":[null,1,"",{}],"_meta":"x"}`)
+	f.Add(`{"content":[{"type":"text","text":"ENOENT: open '/nope/x'"}],"isError":true,"structuredContent":{"content":"a\nreport.md","n":[1.50,{"p":"./report.md"}]}}`)
+	f.Add(`{"structuredContent":"report.md"}`)
+	f.Add(`{"structuredContent":null,"content":[{"type":"resource_link","uri":"file:///missing/x"}]}`)
 	e := newEnv(f)
 	p := write(f, filepath.Join(e.ws, "report.md"), "x")
 	changed := []string{p}
@@ -85,6 +99,45 @@ func FuzzRewriteResult(f *testing.F) {
 		got := virtualpath.RewriteResult(json.RawMessage(s), tr, changed)
 		if json.Valid([]byte(s)) && !json.Valid(got) {
 			t.Fatalf("RewriteResult(%q) = %q: invalid JSON", s, got)
+		}
+	})
+}
+
+// Ref of a path spelled under the user-data root (no symlinks in this tree)
+// translates exactly when the cleaned path stays inside it, to the prefix
+// plus the cleaned remainder, whether or not it exists; a path spelled
+// elsewhere never translates unless it leads back in by existing folders.
+func FuzzRef(f *testing.F) {
+	for _, s := range []string{"workspace/a.txt", "workspace/new/x.csv", "", ".", "..", "../x", "workspace/../../x",
+		"workspace/a.txt/x", "outputs/", "a\x00b", "workspace//a.txt", "workspace/./a.txt", "workspace/d/", "slept 3000ms"} {
+		f.Add(s)
+	}
+	e := newEnv(f)
+	write(f, filepath.Join(e.ws, "a.txt"), "x")
+	write(f, filepath.Join(e.ws, "d", "b.txt"), "x")
+	write(f, filepath.Join(e.outside, "a.txt"), "x")
+	tr := virtualpath.NewTranslator(e.root, e.ws, nil)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, base := range []string{e.root, e.outside} {
+			p := base + "/" + s
+			v, ok := tr.Ref(p)
+			clean := filepath.Clean(p)
+			rel, err := filepath.Rel(e.root, clean)
+			inside := err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+			if ok {
+				want := virtualpath.Prefix
+				if rel != "." {
+					want += "/" + rel
+				}
+				if !inside || v != want {
+					t.Fatalf("Ref(%q) = %q, want %q (inside: %v)", p, v, want, inside)
+				}
+				continue
+			}
+			plain := len(p) <= 4096 && !strings.Contains(s, "\x00") && !strings.Contains("/"+s+"/", "/../")
+			if inside && plain {
+				t.Fatalf("Ref(%q) not translated, but it lies inside the root", p)
+			}
 		}
 	})
 }

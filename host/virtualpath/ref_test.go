@@ -115,22 +115,104 @@ func TestRef(t *testing.T) {
 			},
 		},
 		{
-			name: "directory not rewritten",
+			name: "directory rewritten",
 			setup: func(t *testing.T, e env) (string, string) {
 				write(t, filepath.Join(e.ws, "dir", "f"), "x")
 				return filepath.Join(e.ws, "dir"), ""
 			},
+			want: vws + "dir", wantOK: true,
 		},
 		{
-			name: "the root itself not rewritten",
+			name: "the workspace itself rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return e.ws, ""
+			},
+			want: virtualpath.Prefix + "/workspace", wantOK: true,
+		},
+		{
+			name: "the root itself rewritten",
 			setup: func(t *testing.T, e env) (string, string) {
 				return e.root, ""
 			},
+			want: virtualpath.Prefix, wantOK: true,
 		},
 		{
-			name: "missing file not rewritten",
+			name: "missing file rewritten",
 			setup: func(t *testing.T, e env) (string, string) {
 				return filepath.Join(e.ws, "missing.txt"), ""
+			},
+			want: vws + "missing.txt", wantOK: true,
+		},
+		{
+			name: "missing file in missing folders rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return filepath.Join(e.ws, "new", "deeper", "x.csv"), ""
+			},
+			want: vws + "new/deeper/x.csv", wantOK: true,
+		},
+		{
+			name: "missing folder of the user-data root rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return "file://" + filepath.Join(e.root, "outputs", "report.md"), ""
+			},
+			want: virtualpath.Prefix + "/outputs/report.md", wantOK: true,
+		},
+		{
+			name: "file used as a folder rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return filepath.Join(write(t, filepath.Join(e.ws, "a.txt"), "x"), "x"), ""
+			},
+			want: vws + "a.txt/x", wantOK: true,
+		},
+		{
+			name: "missing file outside root not rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return filepath.Join(e.outside, "missing.txt"), ""
+			},
+		},
+		{
+			name: "missing thread of another user not rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return filepath.Join(e.tmp, "users", "v", "threads", "t", "user-data", "workspace", "a.txt"), ""
+			},
+		},
+		{
+			name: "missing file under a symlinked dir pointing outside not rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				symlink(t, e.outside, filepath.Join(e.ws, "out"))
+				return filepath.Join(e.ws, "out", "new.txt"), ""
+			},
+		},
+		{
+			name: "missing path with dot-dot not rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return e.ws + "/nope/../a.txt", ""
+			},
+		},
+		{
+			name: "dangling symlink pointing outside not rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return symlink(t, filepath.Join(e.outside, "gone.txt"), filepath.Join(e.ws, "away.txt")), ""
+			},
+		},
+		{
+			name: "relative missing file not rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return "sub/missing.txt", e.ws
+			},
+		},
+		{
+			name: "relative directory rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				write(t, filepath.Join(e.ws, "sub", "a.txt"), "x")
+				return "sub", e.ws
+			},
+			want: vws + "sub", wantOK: true,
+		},
+		{
+			name: "relative dots only not rewritten",
+			setup: func(t *testing.T, e env) (string, string) {
+				return "./..", e.ws
 			},
 		},
 		{
@@ -248,10 +330,11 @@ func TestRef(t *testing.T) {
 			},
 		},
 		{
-			name: "very long single component",
+			name: "very long single component rewritten",
 			setup: func(t *testing.T, e env) (string, string) {
 				return e.ws + "/" + strings.Repeat("b", 3000), e.ws
 			},
+			want: vws + strings.Repeat("b", 3000), wantOK: true,
 		},
 	}
 	for _, tc := range tests {
@@ -278,6 +361,13 @@ func TestRefSymlinkedRoot(t *testing.T) {
 		for _, ref := range []string{filepath.Join(e.ws, "a.txt"), filepath.Join(alias, "workspace", "a.txt")} {
 			if got, ok := tr.Ref(ref); !ok || got != vws+"a.txt" {
 				t.Errorf("root %q: Ref(%q) = %q, %v", root, ref, got, ok)
+			}
+		}
+		// A missing path is looked at only under the root as given or as
+		// resolved.
+		for _, ref := range []string{filepath.Join(e.ws, "new", "b.txt"), filepath.Join(root, "workspace", "new", "b.txt")} {
+			if got, ok := tr.Ref(ref); !ok || got != vws+"new/b.txt" {
+				t.Errorf("root %q: missing Ref(%q) = %q, %v", root, ref, got, ok)
 			}
 		}
 	}

@@ -56,7 +56,7 @@ func TestRewriteResult(t *testing.T) {
 					{"type": "image", "data": "aGVsbG8=", "mimeType": "image/png", "note": "{WS}/a.txt"},
 					{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
 				],
-				"structuredContent": {"path": "{WS}/a.txt", "n": 12345678901234567890},
+				"structuredContent": {"path": "{V}/a.txt", "n": 12345678901234567890},
 				"isError": false,
 				"x-unknown": {"keep": [1, 2, 3]},
 				"_meta": {"existing": {"k": "v"}, "n": 1, "antler/changed_files": ["{V}/new.csv"]}
@@ -105,9 +105,22 @@ func TestRewriteResult(t *testing.T) {
 		{
 			name:    "nothing to rewrite is byte-identical",
 			files:   []string{"a.txt"},
-			changed: []string{"{OUT}/elsewhere.txt", "{WS}/missing.txt"},
-			in: "{\"z\":1,  \"content\" : [ {\"type\":\"text\",\"text\":\"no paths <here> & {WS}/missing.txt\"},\n" +
+			changed: []string{"{OUT}/elsewhere.txt", "{OUT}/missing.txt"},
+			in: "{\"z\":1,  \"content\" : [ {\"type\":\"text\",\"text\":\"no paths <here> & {OUT}/missing.txt\"},\n" +
 				"{\"type\":\"image\",\"data\":\"AA==\",\"mimeType\":\"image/png\"} ],\"structuredContent\":{\"a\":1.50},\"_meta\":{}}",
+		},
+		{
+			name:    "structuredContent paths at any depth, never bare names",
+			files:   []string{"d/a.txt", "report.md"},
+			changed: []string{"{WS}/report.md"},
+			in:      `{"content":[],"structuredContent":{"content":"{WS}/d/a.txt\n{WS}/d","hits":[{"path":"{WS}/new/x.md","n":1.50}],"name":"report.md","{WS}/k":true}}`,
+			want:    `{"content":[],"structuredContent":{"content":"{V}/d/a.txt\n{V}/d","hits":[{"path":"{V}/new/x.md","n":1.50}],"name":"report.md","{WS}/k":true},"_meta":{"antler/changed_files":["{V}/report.md"]}}`,
+		},
+		{
+			name:  "isError result text",
+			files: []string{"a.txt"},
+			in:    `{"content":[{"type":"text","text":"Error: ENOENT: no such file or directory, open '{WS}/missing.txt'"}],"isError":true}`,
+			want:  `{"content":[{"type":"text","text":"Error: ENOENT: no such file or directory, open '{V}/missing.txt'"}],"isError":true}`,
 		},
 		{name: "empty object", in: `{}`},
 		{name: "null result", files: []string{"new.csv"}, changed: []string{"{WS}/new.csv"}, in: `null`},

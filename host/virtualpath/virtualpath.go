@@ -1,8 +1,9 @@
 // Package virtualpath translates host paths in stdio tool results into the
-// paths an agent knows, /mnt/user-data/..., as DeerFlow does: a reference is
-// rewritten only when it resolves (symlinks followed) to an existing regular
-// file inside the thread's user-data folder, and files are never copied. It
-// also finds the files a call created or changed in the workspace.
+// paths an agent knows, /mnt/user-data/...: an absolute reference is
+// rewritten when it lies (symlinks followed) inside the thread's user-data
+// folder, whether it names a file, a directory or nothing yet; a relative one
+// only when it exists. Files are never copied. It also finds the files a call
+// created or changed in the workspace.
 package virtualpath
 
 import (
@@ -13,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -94,28 +96,38 @@ func Changed(dir string, before map[string]Stamp) []string {
 // Translator rewrites references for one thread.
 type Translator struct {
 	root  string // resolved user-data root
+	given string // the root as given (may be a symlink's spelling)
 	cwd   string // the server's working directory, for relative paths
+	rcwd  string // cwd with symlinks resolved
 	names map[string]string
 	memo  map[string]string
+	// named collects the virtual paths written into a result; with
+	// onlyNamed set (a call that overlapped another in its workspace) the
+	// result lists only the changed files it names.
+	named     map[string]bool
+	onlyNamed bool
 }
 
 // NewTranslator returns a translator for the user-data folder root. changed
 // lists files the call touched (absolute host paths): their bare file names
 // are rewritten too when unambiguous.
 func NewTranslator(root, cwd string, changed []string) *Translator {
-	t := &Translator{cwd: cwd, memo: map[string]string{}}
+	t := &Translator{given: filepath.Clean(root), cwd: cwd, memo: map[string]string{}, named: map[string]bool{}}
 	if r, err := filepath.EvalSymlinks(root); err == nil {
 		t.root = r
 	} else {
 		t.root = filepath.Clean(root)
 	}
+	if cwd != "" {
+		t.rcwd = resolve(cwd)
+	}
 	candidates := map[string]map[string]bool{}
 	for _, p := range changed {
 		v, ok := t.Ref(p)
-		if !ok {
+		base := filepath.Base(p)
+		if !ok || !bareName(base) {
 			continue
 		}
-		base := filepath.Base(p)
 		if candidates[base] == nil {
 			candidates[base] = map[string]bool{}
 		}
@@ -132,10 +144,15 @@ func NewTranslator(root, cwd string, changed []string) *Translator {
 	return t
 }
 
-// Ref translates one reference: a file:// URI or a path. ok is false when it
-// does not resolve to an existing regular file inside the user-data folder.
+// Ref translates one reference: a file:// URI or a path. An absolute one is
+// translated when it lies inside the user-data folder once symlinks are
+// followed, existing or not (a path the call is about to create, or one an
+// error says is missing); a relative one, resolved against the server's
+// working directory, only when it exists and is neither that directory nor
+// one of its parents, so ordinary words with a slash stay as they are. Anything
+// outside the folder is never translated.
 func (t *Translator) Ref(ref string) (string, bool) {
-	if ref == "" || len(ref) > 4096 {
+	if ref == "" || len(ref) > 4096 || strings.IndexByte(ref, 0) >= 0 {
 		return "", false
 	}
 	p := ref
@@ -150,25 +167,71 @@ func (t *Translator) Ref(ref string) (string, bool) {
 	} else if strings.Contains(ref, "://") {
 		return "", false
 	}
+	var resolved string
 	if !filepath.IsAbs(p) {
 		if t.cwd == "" {
 			return "", false
 		}
-		p = filepath.Join(t.cwd, p)
+		r, err := filepath.EvalSymlinks(filepath.Join(t.cwd, p))
+		if err != nil || isWithin(t.rcwd, r) {
+			return "", false
+		}
+		resolved = r
+	} else if r, err := filepath.EvalSymlinks(p); err == nil {
+		resolved = r
+	} else {
+		// A path that does not exist is only looked at under the root, so
+		// text full of paths elsewhere costs one lookup per path.
+		if c := filepath.Clean(p); !isWithin(c, t.root) && !isWithin(c, t.given) {
+			return "", false
+		}
+		if resolved = resolve(p); resolved == "" {
+			return "", false
+		}
 	}
-	resolved, err := filepath.EvalSymlinks(p)
-	if err != nil {
+	if !isWithin(resolved, t.root) {
 		return "", false
 	}
-	info, err := os.Stat(resolved)
-	if err != nil || !info.Mode().IsRegular() {
-		return "", false
-	}
-	rel, err := filepath.Rel(t.root, resolved)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", false
+	rel, _ := filepath.Rel(t.root, resolved)
+	if rel == "." {
+		return Prefix, true
 	}
 	return Prefix + "/" + filepath.ToSlash(rel), true
+}
+
+// resolve follows the symlinks of p. A path that does not exist resolves
+// through its longest existing ancestor, with the rest kept as written. It
+// is "" when such a path holds ".." or a symlink on the way is dangling:
+// where either leads cannot be known.
+func resolve(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	if slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
+		return ""
+	}
+	dir, rest := filepath.Clean(p), ""
+	for {
+		if _, err := os.Lstat(dir); err == nil {
+			r, err := filepath.EvalSymlinks(dir)
+			if err != nil {
+				return ""
+			}
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// isWithin reports whether p is dir or lies inside it.
+func isWithin(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // pathToken is the spec's Python pattern with Python's Unicode meaning of \w
@@ -181,8 +244,23 @@ const trailing = ".,;:!?)]}>\"'`"
 // user-data folder, then unambiguous bare names of changed files outside the
 // paths just written (a decoded file URI may hold a space).
 func (t *Translator) Text(s string) string {
+	s, written := t.paths(s)
+	return t.bareNames(s, written)
+}
+
+// Paths rewrites only the path-like tokens of s, never bare names: for error
+// texts and structured values, where a lone file name is data, not prose.
+func (t *Translator) Paths(s string) string {
+	s, _ = t.paths(s)
+	return s
+}
+
+// paths rewrites the path-like tokens of s and returns the spans of the
+// result that hold rewritten paths. A trailing separator stays outside the
+// translated path ("dir/" becomes "/mnt/user-data/dir/").
+func (t *Translator) paths(s string) (string, [][2]int) {
 	if s == "" {
-		return s
+		return s, nil
 	}
 	var b strings.Builder
 	var written [][2]int // spans of b holding rewritten paths
@@ -190,6 +268,9 @@ func (t *Translator) Text(s string) string {
 	for _, m := range pathToken.FindAllStringIndex(s, -1) {
 		tok := s[m[0]:m[1]]
 		core := strings.TrimRight(tok, trailing)
+		if c := strings.TrimRight(core, "/"); c != "" && c != "file:" {
+			core = c
+		}
 		if core == "" {
 			continue
 		}
@@ -204,13 +285,14 @@ func (t *Translator) Text(s string) string {
 		b.WriteString(s[last:m[0]])
 		written = append(written, [2]int{b.Len(), b.Len() + len(v)})
 		b.WriteString(v)
+		t.named[v] = true
 		last = m[0] + len(core)
 	}
 	if last > 0 {
 		b.WriteString(s[last:])
 		s = b.String()
 	}
-	return t.bareNames(s, written)
+	return s, written
 }
 
 // bareNames replaces whole-word occurrences of changed files' names in one
@@ -254,6 +336,7 @@ func (t *Translator) bareNames(s string, skip [][2]int) string {
 		}
 		b.WriteString(s[last:i])
 		b.WriteString(t.names[match])
+		t.named[t.names[match]] = true
 		i += len(match)
 		last = i
 	}
@@ -262,6 +345,32 @@ func (t *Translator) bareNames(s string, skip [][2]int) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// bareName reports whether a changed file's name may be rewritten where it
+// appears alone in text: it must look like a file name, a stem and an
+// extension of letters, digits, '_' or '-' holding a letter ("report.md",
+// "my report (1).md"), with no line break or control character and no
+// leading dot. "slept 3000ms", "Makefile", ".env" or "1.5" are ordinary
+// words too often, and are rewritten only where written as paths.
+func bareName(name string) bool {
+	dot := strings.LastIndexByte(name, '.')
+	if dot <= 0 || dot == len(name)-1 || name[0] == '.' || strings.TrimSpace(name[:dot]) != name[:dot] {
+		return false
+	}
+	letter := false
+	for _, r := range name[dot+1:] {
+		if !isWord(r) && r != '-' {
+			return false
+		}
+		letter = letter || unicode.IsLetter(r)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return letter
 }
 
 // isWord is Python's \w: a letter, a number or an underscore.
@@ -297,9 +406,11 @@ func followsName(after string) bool {
 	return m > 0 && isWord(next)
 }
 
-// RewriteResult translates a CallToolResult: text items, resource_link URIs
-// and embedded resources' URIs and text; changed files are listed in _meta.
-// Items it does not change keep their bytes.
+// RewriteResult translates a CallToolResult: text items, resource_link URIs,
+// embedded resources' URIs and text, and every string in structuredContent
+// (paths only, no bare names); an isError result's text is translated like
+// any other. Changed files are listed in _meta. Items it does not change
+// keep their bytes.
 func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.RawMessage {
 	var res map[string]json.RawMessage
 	if json.Unmarshal(raw, &res) != nil || res == nil {
@@ -318,9 +429,18 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 			res["content"], _ = json.Marshal(content)
 		}
 	}
+	if sc, ok := res["structuredContent"]; ok {
+		if v, err := decodeExact(sc); err == nil {
+			if out, changed := rewriteValue(v, t); changed {
+				if b, err := json.Marshal(out); err == nil {
+					res["structuredContent"], touched = b, true
+				}
+			}
+		}
+	}
 	var virtual []string
 	for _, p := range changed {
-		if v, ok := t.Ref(p); ok {
+		if v, ok := t.Ref(p); ok && (!t.onlyNamed || t.named[v]) {
 			virtual = append(virtual, v)
 		}
 	}
@@ -344,12 +464,47 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 	return out
 }
 
-func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
-	// Numbers stay json.Number so other fields keep their exact values.
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(item))
+// decodeExact decodes one JSON value keeping numbers as json.Number, so
+// fields it does not rewrite keep their exact values.
+func decodeExact(raw json.RawMessage) (any, error) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
-	if d.Decode(&m) != nil {
+	err := d.Decode(&v)
+	return v, err
+}
+
+// rewriteValue translates the paths in every string of a decoded JSON value
+// (object keys are left alone).
+func rewriteValue(v any, t *Translator) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		r := t.Paths(x)
+		return r, r != x
+	case map[string]any:
+		changed := false
+		for k, e := range x {
+			if r, ok := rewriteValue(e, t); ok {
+				x[k], changed = r, true
+			}
+		}
+		return x, changed
+	case []any:
+		changed := false
+		for i, e := range x {
+			if r, ok := rewriteValue(e, t); ok {
+				x[i], changed = r, true
+			}
+		}
+		return x, changed
+	}
+	return v, false
+}
+
+func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
+	v, err := decodeExact(item)
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
 		return nil, false
 	}
 	changed := false
@@ -364,6 +519,7 @@ func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
 		if s, ok := m["uri"].(string); ok {
 			if v, ok := t.Ref(s); ok {
 				m["uri"], changed = v, true
+				t.named[v] = true
 			}
 		}
 	case "resource":
@@ -371,6 +527,7 @@ func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
 			if s, ok := r["uri"].(string); ok {
 				if v, ok := t.Ref(s); ok {
 					r["uri"], changed = v, true
+					t.named[v] = true
 				}
 			}
 			if s, ok := r["text"].(string); ok {

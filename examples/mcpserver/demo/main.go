@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -253,6 +254,10 @@ func builtinTools() []server.ServerTool {
 				mcp.WithDescription("Writes content to path, relative to the server's working directory, creating parent directories; returns the absolute path written."),
 				mcp.WithString("path", mcp.Required(), mcp.Description("File path, relative to the server's working directory or absolute.")),
 				mcp.WithString("content", mcp.Required(), mcp.Description("Text to write.")),
+				mcp.WithString("reply", mcp.Description("Test knob: answer with this text instead of the absolute path.")),
+				mcp.WithBoolean("rpc_error", mcp.Description("Test knob: write nothing and answer with a JSON-RPC error naming the absolute path.")),
+				mcp.WithString("group", mcp.Description("Test knob: wait until parties calls of this group have arrived before writing, and until all of them have written before answering.")),
+				mcp.WithInteger("parties", mcp.Min(1), mcp.Description("How many calls the group waits for (default 2).")),
 			),
 			Handler: handleWriteFile,
 		},
@@ -439,7 +444,7 @@ func handleExit(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult
 }
 
 // handleWriteFile implements the write_file tool.
-func handleWriteFile(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func handleWriteFile(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	path, err := req.RequireString("path")
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
@@ -452,11 +457,82 @@ func handleWriteFile(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolR
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("resolve %q: %v", path, err)), nil
 	}
+	if req.GetBool("rpc_error", false) {
+		return nil, fmt.Errorf("refusing to write %s", abs)
+	}
+	var g *group
+	if name := req.GetString("group", ""); name != "" {
+		g = joinGroup(name, req.GetInt("parties", 2))
+		if err := g.arrived.wait(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("create parent of %s: %v", abs, err)), nil
 	}
 	if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("write %s: %v", abs, err)), nil
 	}
-	return mcp.NewToolResultText(abs), nil
+	if g != nil {
+		if err := g.wrote.wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return mcp.NewToolResultText(req.GetString("reply", abs)), nil
+}
+
+// group is a rendezvous of write_file calls: a test makes calls overlap
+// for certain by having each wait for the others, twice.
+type group struct {
+	arrived, wrote *barrier
+}
+
+// barrier opens once n parties have passed it.
+type barrier struct {
+	mu   sync.Mutex
+	n    int
+	open chan struct{}
+}
+
+func (b *barrier) pass() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n--; b.n == 0 {
+		close(b.open)
+	}
+}
+
+var groups = struct {
+	sync.Mutex
+	m map[string]*group
+}{m: map[string]*group{}}
+
+// joinGroup returns the group name, made for parties calls on first use;
+// the last party to arrive removes it, so the name can be used again.
+func joinGroup(name string, parties int) *group {
+	groups.Lock()
+	defer groups.Unlock()
+	g := groups.m[name]
+	if g == nil {
+		g = &group{
+			arrived: &barrier{n: parties, open: make(chan struct{})},
+			wrote:   &barrier{n: parties, open: make(chan struct{})},
+		}
+		groups.m[name] = g
+	}
+	if g.arrived.n == 1 {
+		delete(groups.m, name)
+	}
+	return g
+}
+
+// wait passes b and blocks until every party has, or ctx ends.
+func (b *barrier) wait(ctx context.Context) error {
+	b.pass()
+	select {
+	case <-b.open:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("write_file group interrupted: %w", ctx.Err())
+	}
 }
