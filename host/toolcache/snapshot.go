@@ -330,15 +330,24 @@ type pinnedThread struct {
 	cwd string
 }
 
+// WorkspaceEnv names the variable that gives every pooled stdio child the
+// absolute path of its thread's workspace, so a server can find it whatever
+// its working directory is.
+const WorkspaceEnv = "ANTLER_THREAD_WORKSPACE"
+
 // pinned is srv for one thread: the child runs in the thread's workspace
-// unless the operator set cwd, with TMPDIR, TMP and TEMP in its .mcp/tmp
-// unless the operator set them.
+// unless the operator set cwd, with TMPDIR, TMP and TEMP in its .mcp/tmp and
+// ANTLER_THREAD_WORKSPACE naming the workspace, each unless the operator set
+// it.
 func pinned(srv *config.Server, ws workspace.Thread) *config.Server {
 	c := *srv
 	if c.Cwd == "" {
 		c.Cwd = ws.Workspace
 	}
 	c.Env = append(config.Pairs(nil), srv.Env...)
+	if _, set := c.Env.Get(WorkspaceEnv); !set {
+		c.Env = append(c.Env, config.Pair{Key: WorkspaceEnv, Value: ws.Workspace})
+	}
 	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
 		if _, set := c.Env.Get(k); !set {
 			c.Env = append(c.Env, config.Pair{Key: k, Value: ws.Tmp})
