@@ -317,6 +317,9 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 		}
 		opts := ep.opts
 		opts.OnExit = exited
+		if pt != nil && ep.server.Cwd == "" {
+			opts.Workspace = pt.Workspace
+		}
 		ictx, icancel := withTimeout(dial, ep.server.SessionInitTimeout)
 		defer icancel()
 		return upstream.Dial(ictx, srv, opts)
