@@ -23,7 +23,8 @@ import (
 // confine keeps the working directory (a server's relative output still
 // lands in the workspace) and moves everything the launcher would read from
 // it to places no agent can write:
-//   - npx gets `--prefix=<folder nobody can write into>` as its first
+//   - every child's PATH loses its empty and relative entries;
+//   - npx (and npm) gets `--prefix=<folder nobody can write into>` as its first
 //     argument: npm's local prefix, so its project .npmrc, package.json,
 //     node_modules and local bins are looked up there and never in the
 //     workspace (npm only honours the command-line spelling for this), and
@@ -31,9 +32,11 @@ import (
 //     workspace's node_modules/.bin folders (and relative entries) from PATH
 //     before the server's command is looked up, so neither the bin nor the
 //     `node` of its #! line can come from the workspace;
-//   - uvx and uv get UV_NO_CONFIG=1 (no uv.toml, pyproject.toml or
+//   - uvx gets UV_NO_CONFIG=1 (no uv.toml, pyproject.toml or
 //     .python-version is discovered) and PYTHONSAFEPATH=1 (the working
-//     directory is not put on sys.path).
+//     directory is not put on sys.path). This follows uv's documented
+//     configuration discovery; uv itself is not run by the tests. `uv run`
+//     is not covered: it treats its working directory as a project.
 //
 // Each addition yields to the operator's own setting in env or args: the
 // operator, never an agent, writes those.
@@ -41,8 +44,13 @@ import (
 // confine adds to cmd what keeps its launcher from reading configuration in
 // the workspace it runs in.
 func (c *Conn) confine(cmd *exec.Cmd, name string, env []string) error {
+	for i, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			cmd.Env[i] = "PATH=" + absolutePath(v)
+		}
+	}
 	switch filepath.Base(name) {
-	case "npx":
+	case "npx", "npm":
 		prefix, err := npxLocalPrefix()
 		if err != nil {
 			return err
@@ -55,7 +63,7 @@ func (c *Conn) confine(cmd *exec.Cmd, name string, env []string) error {
 			}
 			cmd.Env = append(cmd.Env, "npm_config_script_shell="+shell)
 		}
-	case "uvx", "uv":
+	case "uvx":
 		if !envHas(env, "UV_NO_CONFIG") && !envHas(env, "UV_CONFIG_FILE") {
 			cmd.Env = append(cmd.Env, "UV_NO_CONFIG=1")
 		}
@@ -64,6 +72,19 @@ func (c *Conn) confine(cmd *exec.Cmd, name string, env []string) error {
 		}
 	}
 	return nil
+}
+
+// absolutePath returns a PATH value without its empty and relative entries:
+// they name the working directory, here the workspace, so a `#!/usr/bin/env
+// node` line (npx's own) would find an agent's node there.
+func absolutePath(path string) string {
+	var keep []string
+	for _, e := range filepath.SplitList(path) {
+		if filepath.IsAbs(e) {
+			keep = append(keep, e)
+		}
+	}
+	return strings.Join(keep, string(os.PathListSeparator))
 }
 
 // envHas reports whether env (KEY=value entries) names key, exactly.

@@ -276,8 +276,8 @@ func fakeLauncher(t *testing.T, name string) (path, record string) {
 }
 
 // The child a workspace launch runs, recorded by a fake launcher found on
-// PATH: npx gets the local prefix first and the script shell, uvx and uv get
-// UV_NO_CONFIG and PYTHONSAFEPATH; each yields to the operator's setting;
+// PATH: npx and npm get the local prefix first and the script shell, uvx
+// gets UV_NO_CONFIG and PYTHONSAFEPATH; each yields to the operator's setting;
 // outside a host-chosen workspace, and for other commands, nothing is added.
 // The working directory stays the workspace.
 func TestConfinedLauncherEnv(t *testing.T) {
@@ -305,12 +305,15 @@ func TestConfinedLauncherEnv(t *testing.T) {
 			[]string{"arg=-y"}, []string{"arg=--prefix", "npm_config_script_shell="}},
 		{"uvx", "uvx", nil, false,
 			[]string{"UV_NO_CONFIG=1", "PYTHONSAFEPATH=1", "arg=-y"}, []string{"arg=--prefix"}},
-		{"uv", "uv", nil, false, []string{"UV_NO_CONFIG=1", "PYTHONSAFEPATH=1"}, nil},
+		{"npm", "npm", nil, false, []string{"arg=--prefix=" + prefix, "arg=-y", "npm_config_script_shell=" + shell}, nil},
+		{"uv is not uvx", "uv", nil, false, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH="}},
 		{"uvx, operator config file", "uvx", []string{"UV_CONFIG_FILE=/etc/antler/uv.toml", "PYTHONSAFEPATH="}, false,
 			[]string{"UV_CONFIG_FILE=/etc/antler/uv.toml", "PYTHONSAFEPATH="}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH=1"}},
 		{"uvx, operator UV_NO_CONFIG", "uvx", []string{"UV_NO_CONFIG=0"}, false,
 			[]string{"UV_NO_CONFIG=0", "PYTHONSAFEPATH=1"}, []string{"UV_NO_CONFIG=1"}},
 		{"uvx, not confined", "uvx", nil, true, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH="}},
+		{"relative PATH entries", "node", []string{"PATH=.::bin:/usr/bin:/bin"}, false, []string{"PATH=/usr/bin:/bin"}, []string{"PATH=."}},
+		{"relative PATH entries, not confined", "node", []string{"PATH=.::bin:/usr/bin:/bin"}, true, []string{"PATH=.::bin:/usr/bin:/bin"}, nil},
 		{"other command", "node", nil, false, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH=", "arg=--prefix", "npm_config_script_shell="}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
