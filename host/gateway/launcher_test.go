@@ -58,11 +58,7 @@ func TestAgentFilesDoNotConfigureTheNextNpxServer(t *testing.T) {
 				"fs": {"command": "node", "args": [%q, "."]},
 				"npxfs": {"command": "npx", "args": ["--yes", %q, "."], "env": %s, "session_init_timeout": 120}
 			}}`, fsIndex, testnpm.LauncherPackage, env)
-			cfg := filepath.Join(t.TempDir(), "extensions_config.json")
-			if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: data})
+			cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, doc), DataDir: data})
 			t.Cleanup(cache.Close)
 			srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 			t.Cleanup(srv.Close)
