@@ -48,6 +48,7 @@ func TestAgentFilesDoNotConfigureTheNextNpxServer(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			data := t.TempDir()
 			canary := filepath.Join(t.TempDir(), "canary")
 			env, err := json.Marshal(npmEnv)
