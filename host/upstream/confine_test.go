@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,13 @@ var workspaceAttacks = []workspaceAttack{
 func plant(t *testing.T, a workspaceAttack) (ws, canary string) {
 	t.Helper()
 	ws, canary = t.TempDir(), filepath.Join(t.TempDir(), "canary")
+	plantInto(t, ws, canary, a)
+	return ws, canary
+}
+
+// plantInto writes attack's files into ws.
+func plantInto(t *testing.T, ws, canary string, a workspaceAttack) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +88,6 @@ func plant(t *testing.T, a workspaceAttack) (ws, canary string) {
 			t.Fatal(err)
 		}
 	}
-	return ws, canary
 }
 
 // dialNpxIn starts `npx --yes antler-test-fs .` (server-filesystem, from the
@@ -141,6 +148,49 @@ func TestNpxInWorkspaceReadsNoAgentFile(t *testing.T) {
 						t.Errorf("control: the attack did not work without the confinement (canary %q, %v); the test proves nothing\n%s", b, err, log)
 					}
 				})
+			}
+		})
+	}
+}
+
+// Every attack at once, against the npx and npm spellings that name the
+// package in other places (npx's -p/--package, `--` before the package, npm
+// exec): the confinement is the first argument and the env, so it holds
+// whatever follows.
+func TestNpxSpellingsInWorkspaceReadNoAgentFile(t *testing.T) {
+	path := npxFlavours(t)["pinned npx"]
+	t.Setenv("PATH", path)
+	_, env := testnpm.Registry(t)
+	pkg := testnpm.LauncherPackage
+	for _, tc := range []struct {
+		command string
+		args    []string
+	}{
+		{"npx", []string{"-y", "--package", pkg, pkg, "."}},
+		{"npx", []string{"--package=" + pkg, "--yes", "--", pkg, "."}},
+		{"npx", []string{"--yes", "--", pkg, "."}},
+		{"npm", []string{"exec", "--yes", "--", pkg, "."}},
+	} {
+		t.Run(tc.command+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			ws, canary := t.TempDir(), filepath.Join(t.TempDir(), "canary")
+			for _, a := range workspaceAttacks {
+				plantInto(t, ws, canary, a)
+			}
+			logs := &syncBuf{}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			conn, err := upstream.Dial(ctx, stdioServer(t, tc.command, tc.args, env, ws),
+				upstream.Options{Workspace: ws, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			if err != nil {
+				t.Fatalf("confined %s did not start: %v\n%s", tc.command, err, logs.String())
+			}
+			tools, err := conn.ListTools(ctx)
+			conn.Close()
+			if err != nil || len(tools) == 0 {
+				t.Fatalf("tools %d, %v", len(tools), err)
+			}
+			if b, err := os.ReadFile(canary); err == nil {
+				t.Fatalf("the agent's files ran: %q\n%s", b, logs.String())
 			}
 		})
 	}
