@@ -95,6 +95,12 @@ func plantInto(t *testing.T, ws, canary string, a workspaceAttack) {
 // thread workspace (Options.Workspace) or runs the launcher there as is.
 func dialNpxIn(t *testing.T, ws string, env map[string]string, confined bool) (*upstream.Conn, string, error) {
 	t.Helper()
+	return dialIn(t, ws, "npx", []string{"--yes", testnpm.LauncherPackage, "."}, env, confined)
+}
+
+// dialIn starts command with args in ws, like dialNpxIn.
+func dialIn(t *testing.T, ws, command string, args []string, env map[string]string, confined bool) (*upstream.Conn, string, error) {
+	t.Helper()
 	logs := &syncBuf{}
 	opts := upstream.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if confined {
@@ -102,7 +108,7 @@ func dialNpxIn(t *testing.T, ws string, env map[string]string, confined bool) (*
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	conn, err := upstream.Dial(ctx, stdioServer(t, "npx", []string{"--yes", testnpm.LauncherPackage, "."}, env, ws), opts)
+	conn, err := upstream.Dial(ctx, stdioServer(t, command, args, env, ws), opts)
 	return conn, logs.String(), err
 }
 
@@ -176,21 +182,19 @@ func TestNpxSpellingsInWorkspaceReadNoAgentFile(t *testing.T) {
 			for _, a := range workspaceAttacks {
 				plantInto(t, ws, canary, a)
 			}
-			logs := &syncBuf{}
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			conn, err := upstream.Dial(ctx, stdioServer(t, tc.command, tc.args, env, ws),
-				upstream.Options{Workspace: ws, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			conn, log, err := dialIn(t, ws, tc.command, tc.args, env, true)
 			if err != nil {
-				t.Fatalf("confined %s did not start: %v\n%s", tc.command, err, logs.String())
+				t.Fatalf("confined %s did not start: %v\n%s", tc.command, err, log)
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
 			tools, err := conn.ListTools(ctx)
 			conn.Close()
 			if err != nil || len(tools) == 0 {
 				t.Fatalf("tools %d, %v", len(tools), err)
 			}
 			if b, err := os.ReadFile(canary); err == nil {
-				t.Fatalf("the agent's files ran: %q\n%s", b, logs.String())
+				t.Fatalf("the agent's files ran: %q\n%s", b, log)
 			}
 		})
 	}
