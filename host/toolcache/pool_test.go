@@ -49,6 +49,9 @@ func TestSessionsArePerUserAndThread(t *testing.T) {
 			t.Errorf("%s = %q, want %q as the agent sees it", k, alice1.Env[k], tmp)
 		}
 	}
+	if got := alice1.Env[toolcache.WorkspaceEnv]; got != want {
+		t.Errorf("%s = %q, want the thread workspace %q", toolcache.WorkspaceEnv, got, want)
+	}
 	if st, err := os.Stat(tmp); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("tmp dir %v, %v: want mode 0700", st, err)
 	}
@@ -59,10 +62,10 @@ func TestSessionsArePerUserAndThread(t *testing.T) {
 
 func TestOperatorCwdAndTmpdirWin(t *testing.T) {
 	cwd := t.TempDir()
-	b, _ := pooledBundle(t, doc(`"fs": `+stdio(testmcp.Build(t), `"cwd": "`+cwd+`", "env": {"TMPDIR": "/operator/tmp"}`)))
+	b, _ := pooledBundle(t, doc(`"fs": `+stdio(testmcp.Build(t), `"cwd": "`+cwd+`", "env": {"TMPDIR": "/operator/tmp", "ANTLER_THREAD_WORKSPACE": "/operator/ws"}`)))
 	id := whoamiAs(t, b.snap(), "fs_whoami", "alice", "t1")
-	if id.Cwd != cwd || id.Env["TMPDIR"] != "/operator/tmp" {
-		t.Errorf("cwd %q TMPDIR %q: the operator's settings must win", id.Cwd, id.Env["TMPDIR"])
+	if id.Cwd != cwd || id.Env["TMPDIR"] != "/operator/tmp" || id.Env[toolcache.WorkspaceEnv] != "/operator/ws" {
+		t.Errorf("cwd %q TMPDIR %q %s %q: the operator's settings must win", id.Cwd, id.Env["TMPDIR"], toolcache.WorkspaceEnv, id.Env[toolcache.WorkspaceEnv])
 	}
 	if id.Env["TMP"] == "" || id.Env["TMP"] == "/operator/tmp" {
 		t.Errorf("TMP %q: unset by the operator, so the workspace's", id.Env["TMP"])

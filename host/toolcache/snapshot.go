@@ -318,6 +318,9 @@ func (ep *endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		}
 		opts := ep.opts
 		opts.OnExit = exited
+		if pt != nil && ep.server.Cwd == "" {
+			opts.Workspace = pt.Workspace
+		}
 		ictx, icancel := withTimeout(dial, ep.server.SessionInitTimeout)
 		defer icancel()
 		return upstream.Dial(ictx, srv, opts)
@@ -331,16 +334,24 @@ type pinnedThread struct {
 	cwd string
 }
 
+// WorkspaceEnv names the variable that gives every pooled stdio child the
+// absolute path of its thread's workspace, so a server can find it whatever
+// its working directory is.
+const WorkspaceEnv = "ANTLER_THREAD_WORKSPACE"
+
 // pinned is srv for one thread: the child runs in the thread's workspace
-// unless the operator set cwd, with TMPDIR, TMP and TEMP in its .mcp/tmp
-// unless the operator set them.
+// unless the operator set cwd, with TMPDIR, TMP and TEMP in its .mcp/tmp and
+// ANTLER_THREAD_WORKSPACE naming the workspace, each unless the operator set
+// it.
 func pinned(srv *config.Server, ws workspace.Thread) *config.Server {
 	c := *srv
 	if c.Cwd == "" {
 		c.Cwd = ws.Workspace
 	}
 	c.Env = append(config.Pairs(nil), srv.Env...)
-	c.Env = append(c.Env, config.Pair{Key: "ANTLER_THREAD_WORKSPACE", Value: ws.Workspace})
+	if _, set := c.Env.Get(WorkspaceEnv); !set {
+		c.Env = append(c.Env, config.Pair{Key: WorkspaceEnv, Value: ws.Workspace})
+	}
 	for _, k := range []string{"TMPDIR", "TMP", "TEMP"} {
 		if _, set := c.Env.Get(k); !set {
 			c.Env = append(c.Env, config.Pair{Key: k, Value: ws.Tmp})

@@ -70,6 +70,10 @@ type Options struct {
 	// stderr closed), so a pool can evict the session before the next call
 	// fails. Not called for a Close.
 	OnExit func()
+	// Workspace is set when the host chose the stdio child's working
+	// directory, a thread workspace agents can write: the launcher is then
+	// kept from reading configuration there (see confine.go).
+	Workspace string
 	// BaseHeaders returns the headers of HTTP requests that are not tool
 	// calls (discovery, the SSE stream, session teardown). nil means the
 	// server's static headers.
@@ -118,6 +122,7 @@ type Conn struct {
 	log      *slog.Logger
 
 	baseHeaders func() map[string]string
+	workspace   string // Options.Workspace
 
 	results *resultCap // max_result_bytes, enforced while reading
 
@@ -154,7 +159,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	}
 	log = log.With("server", srv.Name)
 	connCtx, cancel := context.WithCancel(context.Background())
-	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit}
+	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, workspace: opts.Workspace}
 	limit := srv.MaxResultBytes
 	if limit <= 0 {
 		limit = opts.MaxResultBytes
@@ -261,8 +266,10 @@ func (c *Conn) startStdio(env []string) (transport.Interface, error) {
 // command builds the stdio child: its own process group (so npx's node
 // grandchild is killed with it), a parent-death signal, the operator's cwd,
 // and only the inherited variables plus the configured env (plus, for npx,
-// an npm prefix with no bin folder: see npx.go). The context mcp-go passes is
-// deliberately not used: the child lives until Close.
+// an npm prefix with no bin folder: see npx.go; and, in a workspace the host
+// chose, what keeps the launcher from reading configuration there: see
+// confine.go). The context mcp-go passes is deliberately not used: the child
+// lives until Close.
 func (c *Conn) command(_ context.Context, name string, env []string, args []string) (*exec.Cmd, error) {
 	cmd := exec.Command(name, args...)
 	base := make([]string, 0, len(inheritedEnv)+len(env))
@@ -278,6 +285,11 @@ func (c *Conn) command(_ context.Context, name string, env []string, args []stri
 			return nil, err
 		}
 		cmd.Env = append(cmd.Env, extra...)
+	}
+	if c.workspace != "" {
+		if err := c.confine(cmd, name, env); err != nil {
+			return nil, err
+		}
 	}
 	cmd.Dir = c.server.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -255,3 +255,155 @@ func requireNpx(t *testing.T) string {
 	}
 	return abs
 }
+
+// fakeLauncher makes a folder with an executable named name that records
+// its arguments, working directory and environment in the returned file.
+func fakeLauncher(t *testing.T, name string) (path, record string) {
+	t.Helper()
+	dir := t.TempDir()
+	record = filepath.Join(dir, "ran")
+	script := fmt.Sprintf("#!/bin/sh\n{ echo \"cwd=$(pwd)\"; for a in \"$@\"; do echo \"arg=$a\"; done; env; } > %s\n", record)
+	path = filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if name == "npx" { // npxEnv asks the npm beside it for the global config
+		if err := os.WriteFile(filepath.Join(dir, "npm"), []byte("#!/bin/sh\necho /etc/npmrc\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path, record
+}
+
+// The child a workspace launch runs, recorded by a fake launcher found on
+// PATH: npx and npm get the local prefix first and the script shell, uvx
+// gets UV_NO_CONFIG and PYTHONSAFEPATH; each yields to the operator's setting;
+// outside a host-chosen workspace, and for other commands, nothing is added.
+// The working directory stays the workspace.
+func TestConfinedLauncherEnv(t *testing.T) {
+	prefix, err := npxLocalPrefix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell, err := npxScriptShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		launcher  string
+		env       []string
+		noConfine bool
+		want      []string // lines the record must have
+		unwanted  []string // line prefixes it must not have
+	}{
+		{"npx", "npx", nil, false,
+			[]string{"arg=--prefix=" + prefix, "arg=-y", "arg=pkg", "npm_config_script_shell=" + shell}, nil},
+		{"npx, operator script shell", "npx", []string{"NPM_CONFIG_SCRIPT_SHELL=/bin/bash"}, false,
+			[]string{"arg=--prefix=" + prefix, "NPM_CONFIG_SCRIPT_SHELL=/bin/bash"}, []string{"npm_config_script_shell="}},
+		{"npx, not confined", "npx", nil, true,
+			[]string{"arg=-y"}, []string{"arg=--prefix", "npm_config_script_shell="}},
+		{"uvx", "uvx", nil, false,
+			[]string{"UV_NO_CONFIG=1", "PYTHONSAFEPATH=1", "arg=-y"}, []string{"arg=--prefix"}},
+		{"npm", "npm", nil, false, []string{"arg=--prefix=" + prefix, "arg=-y", "npm_config_script_shell=" + shell}, nil},
+		{"uv is not uvx", "uv", nil, false, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH="}},
+		{"uvx, operator config file", "uvx", []string{"UV_CONFIG_FILE=/etc/antler/uv.toml", "PYTHONSAFEPATH="}, false,
+			[]string{"UV_CONFIG_FILE=/etc/antler/uv.toml", "PYTHONSAFEPATH="}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH=1"}},
+		{"uvx, operator UV_NO_CONFIG", "uvx", []string{"UV_NO_CONFIG=0"}, false,
+			[]string{"UV_NO_CONFIG=0", "PYTHONSAFEPATH=1"}, []string{"UV_NO_CONFIG=1"}},
+		{"uvx, not confined", "uvx", nil, true, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH="}},
+		{"relative PATH entries", "node", []string{"PATH=.::bin:/usr/bin:/bin"}, false, []string{"PATH=/usr/bin:/bin"}, []string{"PATH=."}},
+		{"relative PATH entries, not confined", "node", []string{"PATH=.::bin:/usr/bin:/bin"}, true, []string{"PATH=.::bin:/usr/bin:/bin"}, nil},
+		{"other command", "node", nil, false, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH=", "arg=--prefix", "npm_config_script_shell="}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			launcher, record := fakeLauncher(t, tc.launcher)
+			t.Setenv("PATH", filepath.Dir(launcher)+string(os.PathListSeparator)+os.Getenv("PATH"))
+			ws := t.TempDir()
+			var logs bytes.Buffer
+			c := testConn(&logs)
+			c.server = &config.Server{Name: "s", Cwd: ws}
+			if !tc.noConfine {
+				c.workspace = ws
+			}
+			cmd, err := c.command(context.Background(), tc.launcher, tc.env, []string{"-y", "pkg"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = nil
+			if err := cmd.Run(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(record)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(string(b), "\n")
+			for _, w := range append([]string{"cwd=" + ws}, tc.want...) {
+				if !slices.Contains(lines, w) {
+					t.Errorf("the child lacks %q:\n%s", w, b)
+				}
+			}
+			for _, u := range tc.unwanted {
+				for _, l := range lines {
+					if strings.HasPrefix(l, u) {
+						t.Errorf("the child has %q:\n%s", l, b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The script shell cuts exactly the run of node_modules/.bin folders npm
+// puts on PATH for the working directory and its parents, keeps a bin folder
+// npm found for the package (even one under /), drops relative and empty
+// entries, and runs the command with /bin/sh.
+func TestNpxScriptShellCleansPath(t *testing.T) {
+	shell, err := npxScriptShell()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	real, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk []string
+	for d := real; ; d = filepath.Dir(d) {
+		walk = append(walk, filepath.Join(d, "node_modules", ".bin"))
+		if d == "/" {
+			break
+		}
+	}
+	join := func(parts ...[]string) string {
+		var all []string
+		for _, p := range parts {
+			all = append(all, p...)
+		}
+		return strings.Join(all, ":")
+	}
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"npm's PATH", join([]string{"/cache/_npx/1/node_modules/.bin"}, walk, []string{"/gyp", "/usr/bin", "/bin"}),
+			"/cache/_npx/1/node_modules/.bin:/gyp:/usr/bin:/bin"},
+		{"a bin folder under / found for the package", join([]string{"/node_modules/.bin"}, walk, []string{"/usr/bin:/bin"}),
+			"/node_modules/.bin:/usr/bin:/bin"},
+		{"relative and empty entries", join(walk, []string{".", "", "bin", "/usr/bin", "/bin"}), "/usr/bin:/bin"},
+		{"no walk", "/usr/bin:/bin", "/usr/bin:/bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(shell, "-c", `printf %s "$PATH"`)
+			cmd.Dir = ws
+			cmd.Env = []string{"PATH=" + tc.path}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tc.want {
+				t.Errorf("PATH\n%s\nbecame\n%s\nwant\n%s", tc.path, out, tc.want)
+			}
+		})
+	}
+}

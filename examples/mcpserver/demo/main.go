@@ -342,7 +342,7 @@ func handleWhoami(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolRe
 }
 
 // demoEnv selects the environment variables whoami reports: those prefixed
-// ANTLER_DEMO_ and the temp-dir variables, which tests use to check how a
+// ANTLER_DEMO_, the temp-dir variables and ANTLER_THREAD_WORKSPACE, which tests use to check how a
 // host shapes a server's environment.
 func demoEnv(environ []string) map[string]string {
 	env := map[string]string{}
@@ -352,7 +352,7 @@ func demoEnv(environ []string) map[string]string {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(name, "ANTLER_DEMO_"), name == "TMPDIR", name == "TMP", name == "TEMP":
+		case strings.HasPrefix(name, "ANTLER_DEMO_"), name == "TMPDIR", name == "TMP", name == "TEMP", name == "ANTLER_THREAD_WORKSPACE":
 			env[name] = value
 		}
 	}

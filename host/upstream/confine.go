@@ -1,0 +1,182 @@
+package upstream
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// A pooled stdio child runs in its thread's workspace, a folder other servers
+// let agents write. Launchers read configuration from their working
+// directory: npm takes its project (local prefix) from the first parent with
+// a package.json or node_modules, reads <local prefix>/.npmrc (where
+// node-options can load any file into node), runs bins of packages found
+// there, and puts node_modules/.bin of the working directory and of each
+// parent first on the PATH of the server it starts; uv reads uv.toml,
+// pyproject.toml and .python-version from the working directory and its
+// parents, and Python puts the working directory first on sys.path.
+//
+// confine keeps the working directory (a server's relative output still
+// lands in the workspace) and moves everything the launcher would read from
+// it to places no agent can write:
+//   - every child's PATH loses its empty and relative entries;
+//   - npx (and npm) gets `--prefix=<folder nobody can write into>` as its first
+//     argument: npm's local prefix, so its project .npmrc, package.json,
+//     node_modules and local bins are looked up there and never in the
+//     workspace (npm only honours the command-line spelling for this), and
+//     npm_config_script_shell naming a host-owned script that drops the
+//     workspace's node_modules/.bin folders (and relative entries) from PATH
+//     before the server's command is looked up, so neither the bin nor the
+//     `node` of its #! line can come from the workspace;
+//   - uvx gets UV_NO_CONFIG=1 (no uv.toml, pyproject.toml or
+//     .python-version is discovered) and PYTHONSAFEPATH=1 (the working
+//     directory is not put on sys.path). This follows uv's documented
+//     configuration discovery; uv itself is not run by the tests. `uv run`
+//     is not covered: it treats its working directory as a project.
+//
+// Each addition yields to the operator's own setting in env or args: the
+// operator, never an agent, writes those.
+
+// confine adds to cmd what keeps its launcher from reading configuration in
+// the workspace it runs in.
+func (c *Conn) confine(cmd *exec.Cmd, name string, env []string) error {
+	for i, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			cmd.Env[i] = "PATH=" + absolutePath(v)
+		}
+	}
+	switch filepath.Base(name) {
+	case "npx", "npm":
+		prefix, err := npxLocalPrefix()
+		if err != nil {
+			return err
+		}
+		cmd.Args = append([]string{cmd.Args[0], "--prefix=" + prefix}, cmd.Args[1:]...)
+		if !envSetFold(env, "npm_config_script_shell") {
+			shell, err := npxScriptShell()
+			if err != nil {
+				return err
+			}
+			cmd.Env = append(cmd.Env, "npm_config_script_shell="+shell)
+		}
+	case "uvx":
+		if !envHas(env, "UV_NO_CONFIG") && !envHas(env, "UV_CONFIG_FILE") {
+			cmd.Env = append(cmd.Env, "UV_NO_CONFIG=1")
+		}
+		if !envHas(env, "PYTHONSAFEPATH") {
+			cmd.Env = append(cmd.Env, "PYTHONSAFEPATH=1")
+		}
+	}
+	return nil
+}
+
+// absolutePath returns a PATH value without its empty and relative entries:
+// they name the working directory, here the workspace, so a `#!/usr/bin/env
+// node` line (npx's own) would find an agent's node there.
+func absolutePath(path string) string {
+	var keep []string
+	for _, e := range filepath.SplitList(path) {
+		if filepath.IsAbs(e) {
+			keep = append(keep, e)
+		}
+	}
+	return strings.Join(keep, string(os.PathListSeparator))
+}
+
+// envHas reports whether env (KEY=value entries) names key, exactly.
+func envHas(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// procSuperMagic is the file system type of /proc (statfs f_type).
+const procSuperMagic = 0x9fa0
+
+// npxLocalPrefix is the npm local prefix of npx children in a workspace,
+// computed once per process: /proc when it is the proc file system, where
+// no process (root included) can create a .npmrc, a package.json or a
+// node_modules, and whose only parent is /; otherwise an empty private
+// folder of its own.
+var npxLocalPrefix = sync.OnceValues(func() (string, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/proc", &st); err == nil && st.Type == procSuperMagic {
+		return "/proc", nil
+	}
+	home, err := npxHome()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(home, "prefix")
+	if err := os.Mkdir(dir, 0o500); err != nil {
+		return "", fmt.Errorf("npx: create an empty local prefix: %w", err)
+	}
+	return dir, nil
+})
+
+// npxHome is a private folder (mode 0700, a fresh name) for the files npx
+// children need from the host, made once per process.
+var npxHome = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "antler-npx-")
+	if err != nil {
+		return "", fmt.Errorf("npx: create a private folder: %w", err)
+	}
+	return dir, nil
+})
+
+// scriptShell is the shell npm runs an npx command with. npm builds PATH as
+// the package's bin folders, then <dir>/node_modules/.bin for the working
+// directory and every parent up to /, then its node-gyp folder and the
+// inherited PATH. The script cuts exactly that run of folders (the first
+// place it occurs, so a bin folder npm found for the package under / stays),
+// drops empty and relative entries (they name the working directory), and
+// runs /bin/sh. It uses shell built-ins only: before PATH is cleaned, any
+// command looked up could come from the workspace.
+const scriptShell = `#!/bin/sh
+# Antler: npm script shell for npx children that run in a thread workspace.
+d=$(pwd -P) || exit 126
+w=
+while :; do
+	w="$w${w:+:}${d%/}/node_modules/.bin"
+	[ "$d" = / ] && break
+	d=${d%/*}
+	[ -n "$d" ] || d=/
+done
+p=":$PATH:"
+case $p in
+*":$w:"*) p="${p%%":$w:"*}:${p#*":$w:"}" ;;
+esac
+keep=
+set -f
+IFS=:
+for e in $p; do
+	case $e in
+	/*) keep="$keep${keep:+:}$e" ;;
+	esac
+done
+unset IFS
+set +f
+PATH=$keep
+export PATH
+exec /bin/sh "$@"
+`
+
+// npxScriptShell writes scriptShell into npxHome once and returns its path.
+var npxScriptShell = sync.OnceValues(func() (string, error) {
+	home, err := npxHome()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(home, "script-shell")
+	if err := os.WriteFile(path, []byte(scriptShell), 0o500); err != nil {
+		return "", fmt.Errorf("npx: write the script shell: %w", err)
+	}
+	return path, nil
+})

@@ -1,0 +1,201 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/internal/testnpm"
+)
+
+// workspaceAttack is a set of files an agent writes into a thread workspace
+// so that the next npx server started there runs its code. Each plants a
+// canary write; canary is the file's absolute path.
+type workspaceAttack struct {
+	name  string
+	files func(ws, canary, node string) []plantedFile
+}
+
+type plantedFile struct {
+	path string // relative to the workspace
+	body string
+	exec bool // the agent had a tool that sets the executable bit
+}
+
+// workspaceAttacks are the ways npm reads a working directory: project
+// .npmrc, a package.json whose bin shadows the package's, a
+// node_modules/.bin file of the package's bin name, and a `node` in
+// node_modules/.bin, which npm puts on PATH ahead of the real one.
+var workspaceAttacks = []workspaceAttack{
+	{".npmrc node-options", func(ws, canary, _ string) []plantedFile {
+		return []plantedFile{
+			{".npmrc", fmt.Sprintf("node-options=--require=%s\n", filepath.Join(ws, "x.js")), false},
+			{"x.js", fmt.Sprintf("require('fs').appendFileSync(%q, 'PWNED\\n')\n", canary), false},
+		}
+	}},
+	{"package.json bin shadowing", func(_, canary, _ string) []plantedFile {
+		return []plantedFile{
+			{"package.json", fmt.Sprintf(`{"name": "shadow", "version": "1.0.0", "bin": {%q: "x.js"}}`, testnpm.LauncherPackage), false},
+			{"x.js", fmt.Sprintf("#!/usr/bin/env node\nrequire('fs').appendFileSync(%q, 'PWNED\\n')\n", canary), false},
+		}
+	}},
+	{"node_modules/.bin shadowing", func(_, canary, _ string) []plantedFile {
+		return []plantedFile{
+			{"node_modules/.bin/" + testnpm.LauncherPackage, fmt.Sprintf("#!/bin/sh\necho PWNED >> %q\n", canary), true},
+		}
+	}},
+	{"node_modules/.bin/node on PATH", func(_, canary, node string) []plantedFile {
+		return []plantedFile{
+			{"node_modules/.bin/node", fmt.Sprintf("#!/bin/sh\necho PWNED >> %q\nexec %q \"$@\"\n", canary, node), true},
+		}
+	}},
+}
+
+// plant writes attack's files into a fresh workspace and returns it with
+// the canary's path.
+func plant(t *testing.T, a workspaceAttack) (ws, canary string) {
+	t.Helper()
+	ws, canary = t.TempDir(), filepath.Join(t.TempDir(), "canary")
+	plantInto(t, ws, canary, a)
+	return ws, canary
+}
+
+// plantInto writes attack's files into ws.
+func plantInto(t *testing.T, ws, canary string, a workspaceAttack) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range a.files(ws, canary, node) {
+		p := filepath.Join(ws, filepath.FromSlash(f.path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mode := os.FileMode(0o644)
+		if f.exec {
+			mode = 0o755
+		}
+		if err := os.WriteFile(p, []byte(f.body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dialNpxIn starts `npx --yes antler-test-fs .` (server-filesystem, from the
+// test registry) in ws; confined says whether the host chose ws as the
+// thread workspace (Options.Workspace) or runs the launcher there as is.
+func dialNpxIn(t *testing.T, ws string, env map[string]string, confined bool) (*upstream.Conn, string, error) {
+	t.Helper()
+	return dialIn(t, ws, "npx", []string{"--yes", testnpm.LauncherPackage, "."}, env, confined)
+}
+
+// dialIn starts command with args in ws, like dialNpxIn.
+func dialIn(t *testing.T, ws, command string, args []string, env map[string]string, confined bool) (*upstream.Conn, string, error) {
+	t.Helper()
+	logs := &syncBuf{}
+	opts := upstream.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if confined {
+		opts.Workspace = ws
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	conn, err := upstream.Dial(ctx, stdioServer(t, command, args, env, ws), opts)
+	return conn, logs.String(), err
+}
+
+// TestNpxInWorkspaceReadsNoAgentFile performs each workspace attack for
+// real, with both npms: in a workspace the host chose, the npx server
+// (server-filesystem, installed by npx from a registry) starts, answers, and
+// writes its relative output into the workspace, and the canary is absent.
+// The control runs the same launch in the same kind of folder without the
+// confinement, as an operator's cwd would: there the files do run.
+func TestNpxInWorkspaceReadsNoAgentFile(t *testing.T) {
+	for flavour, path := range npxFlavours(t) {
+		t.Run(flavour, func(t *testing.T) {
+			t.Setenv("PATH", path)
+			_, env := testnpm.Registry(t)
+			for _, a := range workspaceAttacks {
+				t.Run(a.name, func(t *testing.T) {
+					ws, canary := plant(t, a)
+					conn, log, err := dialNpxIn(t, ws, env, true)
+					if err != nil {
+						t.Fatalf("confined npx did not start: %v\n%s", err, log)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					args, _ := json.Marshal(map[string]string{"path": "from-npx.txt", "content": "relative output"})
+					raw, err := conn.CallTool(ctx, "write_file", args, nil)
+					conn.Close()
+					if err != nil {
+						t.Fatalf("write_file: %v", err)
+					}
+					if b, err := os.ReadFile(filepath.Join(ws, "from-npx.txt")); err != nil || string(b) != "relative output" {
+						t.Errorf("the server's relative output is not in the workspace: %q, %v (result %s)", b, err, raw)
+					}
+					if b, err := os.ReadFile(canary); err == nil {
+						t.Fatalf("the agent's files ran in the confined launch: %q\n%s", b, log)
+					}
+
+					ws, canary = plant(t, a)
+					conn, log, err = dialNpxIn(t, ws, env, false)
+					if err == nil {
+						conn.Close()
+					}
+					if b, err := os.ReadFile(canary); err != nil || len(b) == 0 {
+						t.Errorf("control: the attack did not work without the confinement (canary %q, %v); the test proves nothing\n%s", b, err, log)
+					}
+				})
+			}
+		})
+	}
+}
+
+// Every attack at once, against the npx and npm spellings that name the
+// package in other places (npx's -p/--package, `--` before the package, npm
+// exec): the confinement is the first argument and the env, so it holds
+// whatever follows.
+func TestNpxSpellingsInWorkspaceReadNoAgentFile(t *testing.T) {
+	path := npxFlavours(t)["pinned npx"]
+	t.Setenv("PATH", path)
+	_, env := testnpm.Registry(t)
+	pkg := testnpm.LauncherPackage
+	for _, tc := range []struct {
+		command string
+		args    []string
+	}{
+		{"npx", []string{"-y", "--package", pkg, pkg, "."}},
+		{"npx", []string{"--package=" + pkg, "--yes", "--", pkg, "."}},
+		{"npx", []string{"--yes", "--", pkg, "."}},
+		{"npm", []string{"exec", "--yes", "--", pkg, "."}},
+	} {
+		t.Run(tc.command+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			ws, canary := t.TempDir(), filepath.Join(t.TempDir(), "canary")
+			for _, a := range workspaceAttacks {
+				plantInto(t, ws, canary, a)
+			}
+			conn, log, err := dialIn(t, ws, tc.command, tc.args, env, true)
+			if err != nil {
+				t.Fatalf("confined %s did not start: %v\n%s", tc.command, err, log)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tools, err := conn.ListTools(ctx)
+			conn.Close()
+			if err != nil || len(tools) == 0 {
+				t.Fatalf("tools %d, %v", len(tools), err)
+			}
+			if b, err := os.ReadFile(canary); err == nil {
+				t.Fatalf("the agent's files ran: %q\n%s", b, log)
+			}
+		})
+	}
+}
