@@ -47,6 +47,9 @@ type Settings struct {
 	// MCPTasks configures the durable task runtime (off by default;
 	// DeerFlow's mcp_tasks keys and ranges).
 	MCPTasks MCPTasks `yaml:"mcp_tasks"`
+	// HTTP bounds the gateway's HTTP edge: which Host and Origin values it
+	// answers, its timeouts, its connection cap and per-principal limits.
+	HTTP HTTP `yaml:"http"`
 }
 
 // MCPTasks is the durable task runtime's section: DeerFlow's knobs plus
@@ -88,7 +91,7 @@ type Key struct {
 // Defaults returns the settings used when no file is given.
 func Defaults() Settings {
 	return Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s",
-		MCPTasks: MCPTasks{Config: task.DefaultConfig()}}
+		MCPTasks: MCPTasks{Config: task.DefaultConfig()}, HTTP: DefaultHTTP()}
 }
 
 // ResolvePath returns the settings file to read: explicit > $ANTLER_SETTINGS >
@@ -193,6 +196,7 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 			problems = append(problems, "stdio_pool.idle_timeout: must be a duration such as 30m")
 		}
 	}
+	problems = append(problems, s.HTTP.validate()...)
 	switch strings.ToLower(s.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:
