@@ -77,8 +77,9 @@ func BenchmarkStdioCall(b *testing.B) {
 		defer cache.Close()
 		h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler()
 		call := func() {
-			req := httptest.NewRequest("POST", "/api/mcp/tools/demo_echo/call", strings.NewReader(`{"arguments":{"message":"benchmark"}}`))
+			req := httptest.NewRequest("POST", "http://127.0.0.1:8080/api/mcp/tools/demo_echo/call", strings.NewReader(`{"arguments":{"message":"benchmark"}}`))
 			req.RemoteAddr = "127.0.0.1:1"
+			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			if rec.Code != 200 || !strings.Contains(rec.Body.String(), "Echo: benchmark") {

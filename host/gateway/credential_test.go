@@ -100,7 +100,9 @@ func newCredAPI(t *testing.T, doc string, env map[string]string) *credAPI {
 		{Key: "k-svc", User: "scheduler", Role: settings.RoleInternal},
 		{Key: "k-admin", User: "root", Role: settings.RoleAdmin},
 	}
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log}).Handler())
+	// TestOAuthSingleFlightAfterExpiry makes 50 calls at once as one user.
+	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log,
+		HTTP: gateway.HTTPOptions{MaxCallsPerPrincipal: 64}}).Handler())
 	t.Cleanup(srv.Close)
 	return &credAPI{api: &api{t: t, url: srv.URL}, logs: logs, responses: &syncBuffer{}}
 }
@@ -111,6 +113,7 @@ func (a *credAPI) call(key, tool, body string) (int, map[string]any, map[string]
 	a.t.Helper()
 	req, _ := http.NewRequest("POST", a.url+"/api/mcp/tools/"+tool+"/call", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)

@@ -258,9 +258,7 @@ func (a everythingAPI) do(method, path, body string, out any) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.client.Do(req)
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)

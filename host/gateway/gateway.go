@@ -43,6 +43,9 @@ type Options struct {
 	// LaunchPolicy screens stdio servers arriving through the config API
 	// (nil: launchpolicy.FromEnv(os.LookupEnv), read per request).
 	LaunchPolicy *launchpolicy.Policy
+	// HTTP bounds the HTTP edge: Host and Origin rules, timeouts, the
+	// connection cap and per-principal limits (zero fields: defaults).
+	HTTP HTTPOptions
 }
 
 // Server is the gateway.
@@ -62,6 +65,12 @@ type Server struct {
 	// (nil: resolved per request, see configFile and launchPolicy).
 	cfgFile *configfile.File
 	policy  *launchpolicy.Policy
+
+	// http, edge, callSlots and streamSlots are the HTTP edge's bounds.
+	http        HTTPOptions
+	edge        edge
+	callSlots   *slots
+	streamSlots *slots
 }
 
 // New builds the gateway's routes and middleware.
@@ -72,19 +81,31 @@ func New(opts Options) *Server {
 	}
 	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
+	s.http = opts.HTTP.withDefaults()
+	var edgeErrs []error
+	if s.edge, edgeErrs = newEdge(s.http); len(edgeErrs) > 0 { // settings validate these; an embedder's typo matches nothing
+		log.Warn("ignoring invalid HTTP edge entries", "error", errors.Join(edgeErrs...).Error())
+	}
+	s.callSlots, s.streamSlots = newSlots(s.http.MaxCallsPerPrincipal), newSlots(s.http.MaxStreamsPerPrincipal)
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.requestID, s.logRequests, middleware.Recover(), middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)))
+	e.Use(s.requestID, s.logRequests, middleware.Recover(), s.checkEdge)
+	if len(s.edge.origins) > 0 { // answer allowed pages' preflights; checkEdge already refused the rest
+		e.Use(middleware.CORSWithConfig(middleware.CORSConfig{AllowOrigins: s.edge.originList,
+			AllowHeaders:  []string{echo.HeaderAuthorization, echo.HeaderContentType, "X-API-Key", echo.HeaderXRequestID, "Last-Event-ID"},
+			ExposeHeaders: []string{echo.HeaderXRequestID}}))
+	}
+	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)), s.deadlines)
 
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	api := e.Group("/api", s.authenticate)
 	api.GET("/mcp/tools", s.listTools)
-	api.POST("/mcp/tools/:name/call", s.callTool)
+	api.POST("/mcp/tools/:name/call", s.callTool, s.callLimit)
 	api.GET("/mcp/routing-hints", s.routingHints)
 	api.GET("/mcp/servers", s.servers)
 	api.POST("/mcp/cache/reset", s.resetCache, configAdmin)
@@ -95,7 +116,7 @@ func New(opts Options) *Server {
 	api.PUT("/mcp/config/server", s.putServer, configAdmin)
 	api.DELETE("/mcp/config/servers/*", s.deleteServer, configAdmin)
 	api.GET("/threads/:thread_id/mcp-tasks", s.listTasks)
-	api.GET("/threads/:thread_id/mcp-tasks/events", s.taskEvents)
+	api.GET("/threads/:thread_id/mcp-tasks/events", s.taskEvents, s.eventStream)
 	api.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
 	api.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
 	return s
@@ -121,17 +142,20 @@ func CheckListen(addr string, auth *principal.Authenticator) error {
 }
 
 // Serve answers on ln until ctx ends, then stops accepting, lets in-flight
-// requests finish within grace, and returns.
+// requests finish within grace, and returns. It holds at most
+// HTTPOptions.MaxConnections connections; headers and idle connections are
+// bounded server-wide, bodies and writes per request (see deadlines).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
 		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: s.http.ReadHeaderTimeout,
+		IdleTimeout:       s.http.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(s.stopStreams)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	limited := newLimitListener(ln, s.http.MaxConnections)
+	go func() { errc <- srv.Serve(limited) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -48,6 +48,7 @@ func (a *api) do(method, path, body string) (int, map[string]any) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	if a.key != "" {
 		req.Header.Set("Authorization", "Bearer "+a.key)
 	}
@@ -187,12 +188,12 @@ func TestNoKeysServesLoopbackOnly(t *testing.T) {
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{}`)})
 	defer cache.Close()
 	h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler()
-	req := httptest.NewRequest("GET", "/api/mcp/tools", nil)
+	req := httptest.NewRequest("GET", "http://127.0.0.1:8080/api/mcp/tools", nil)
 	req.RemoteAddr = "192.0.2.10:4000"
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != 403 {
-		t.Errorf("remote caller without keys: %d, want 403", rec.Code)
+	if rec.Code != 403 || !strings.Contains(rec.Body.String(), "loopback callers only") {
+		t.Errorf("remote caller without keys: %d %s, want 403 for the peer", rec.Code, rec.Body)
 	}
 	req.RemoteAddr = "127.0.0.1:4000"
 	req.Header.Set("X-Forwarded-For", "127.0.0.1")
@@ -201,13 +202,13 @@ func TestNoKeysServesLoopbackOnly(t *testing.T) {
 	if rec.Code != 200 {
 		t.Errorf("loopback caller: %d %s", rec.Code, rec.Body)
 	}
-	req = httptest.NewRequest("GET", "/api/mcp/tools", nil)
+	req = httptest.NewRequest("GET", "http://127.0.0.1:8080/api/mcp/tools", nil)
 	req.RemoteAddr = "192.0.2.10:4000"
 	req.Header.Set("X-Forwarded-For", "127.0.0.1") // never trusted
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	if rec.Code != 403 {
-		t.Errorf("spoofed X-Forwarded-For: %d, want 403", rec.Code)
+	if rec.Code != 403 || !strings.Contains(rec.Body.String(), "loopback callers only") {
+		t.Errorf("spoofed X-Forwarded-For: %d %s, want 403 for the peer", rec.Code, rec.Body)
 	}
 }
 

@@ -50,6 +50,9 @@ type Settings struct {
 	// MaxResultBytes bounds one message (a tool result) from a server that
 	// sets no max_result_bytes of its own; zero means 16 MiB.
 	MaxResultBytes int64 `yaml:"max_result_bytes"`
+	// HTTP bounds the gateway's HTTP edge: which Host and Origin values it
+	// answers, its timeouts, its connection cap and per-principal limits.
+	HTTP HTTP `yaml:"http"`
 }
 
 // MCPTasks is the durable task runtime's section: DeerFlow's knobs plus
@@ -94,7 +97,7 @@ type Key struct {
 // Defaults returns the settings used when no file is given.
 func Defaults() Settings {
 	return Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s",
-		MCPTasks: MCPTasks{Config: task.DefaultConfig()}}
+		MCPTasks: MCPTasks{Config: task.DefaultConfig()}, HTTP: DefaultHTTP()}
 }
 
 // ResolvePath returns the settings file to read: explicit > $ANTLER_SETTINGS >
@@ -205,6 +208,7 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 	if s.MaxResultBytes < 0 || s.MaxResultBytes > 1<<40 {
 		problems = append(problems, "max_result_bytes: must be a number of bytes from 0 (the 16 MiB default) to 1099511627776")
 	}
+	problems = append(problems, s.HTTP.validate()...)
 	switch strings.ToLower(s.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:

@@ -30,7 +30,7 @@ func writeSettings(t *testing.T, content string) string {
 
 func TestDefaults(t *testing.T) {
 	want := settings.Settings{Listen: "127.0.0.1:8080", DataDir: "./.antler", LogLevel: "info", ShutdownTimeout: "10s",
-		MCPTasks: settings.MCPTasks{Config: task.DefaultConfig()}}
+		MCPTasks: settings.MCPTasks{Config: task.DefaultConfig()}, HTTP: settings.DefaultHTTP()}
 	if got := settings.Defaults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Defaults() = %+v, want %+v", got, want)
 	}
@@ -100,6 +100,7 @@ auth:
 				LogLevel:        "DEBUG",
 				ShutdownTimeout: "30s",
 				MCPTasks:        settings.MCPTasks{Config: task.DefaultConfig()},
+				HTTP:            settings.DefaultHTTP(),
 				Auth: settings.Auth{Keys: []settings.Key{
 					{Key: "ak-123", User: "alice", Role: settings.RoleAdmin},
 					{Key: "literal-agent-key", User: "build-bot", Role: settings.RoleAgent},

@@ -460,6 +460,7 @@ func (w *adminClient) do(method, path string, body any) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := w.http.Do(req)
 	if err != nil {
 		return 0, "", err

@@ -78,6 +78,7 @@ func TestConfigWriteSurvivesHostKills(t *testing.T) {
 				default:
 				}
 				req, _ := http.NewRequest("PUT", host.base+"/api/mcp/config", strings.NewReader(sets[i%2]))
+				req.Header.Set("Content-Type", "application/json")
 				resp, err := client.Do(req)
 				if err != nil {
 					return // the host is gone

@@ -129,7 +129,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	// ./extensions_config.json when there is none); the stdio launch policy
 	// is read from the environment once.
 	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
-		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv)})
+		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), HTTP: gateway.HTTPOptionsFrom(st.HTTP)})
 	dataAbs, _ := filepath.Abs(st.DataDir)
 	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
 	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())

@@ -70,6 +70,7 @@ func startServe(t *testing.T, antler string, args ...string) *serveBinary {
 func (s *serveBinary) do(method, path, body string) (int, map[string]any) {
 	s.t.Helper()
 	req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.t.Fatal(err)
