@@ -142,6 +142,11 @@ func (p *Policy) Check(l Launch) error {
 			return &Error{Kind: MissingPackage, Server: l.Server, Command: l.Command}
 		}
 	}
+	if strings.ToLower(l.Command) == "uvx" {
+		if flag := uvxConfigFlag(l.Args); flag != "" {
+			return &Error{Kind: Confinement, Server: l.Server, Command: l.Command, Flag: flag}
+		}
+	}
 	if pathArg(l.Command, l.Args) {
 		return &Error{Kind: PathPackage, Server: l.Server, Command: l.Command}
 	}
@@ -197,6 +202,7 @@ const (
 	LauncherConfig                    // an npm option or variable naming a file, folder or program npm loads (npmconfig.go)
 	MissingPackage                    // npx without a package: npm exec runs a shell (npmconfig.go)
 	WorkingDir                        // a working directory the request chooses
+	Confinement                       // a uv option or variable that names uv's config file or turns off the workspace confinement
 )
 
 // Error is a launch policy violation. Error() is DeerFlow's message (with
@@ -243,6 +249,13 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("MCP server '%s' runs '%s' without a package, which would start a shell; name the package to run.", e.Server, e.Command)
 	case WorkingDir:
 		return fmt.Sprintf("MCP server '%s' sets 'cwd', the folder launchers read their configuration from; only the configuration file may set it.", e.Server)
+	case Confinement:
+		if e.Flag != "" {
+			return fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which names the configuration file the launcher reads; only the configuration file may set it.",
+				e.Server, e.Flag, e.Command)
+		}
+		return fmt.Sprintf("MCP server '%s' sets environment variable '%s', which decides where the launcher reads its configuration; only the configuration file may set it.",
+			e.Server, e.EnvName)
 	}
 	return fmt.Sprintf("MCP server '%s' violates the stdio launch policy.", e.Server)
 }
@@ -281,6 +294,20 @@ func codeInjectingEnv(upper string) bool {
 	switch upper {
 	case "BASH_ENV", "DYLD_INSERT_LIBRARIES", "ENV", "LD_AUDIT", "LD_PRELOAD", "NODE_OPTIONS",
 		"PERL5OPT", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYOPT":
+		return true
+	}
+	return false
+}
+
+// confinementEnv reports whether a variable is one that decides where uv or
+// Python read configuration or code from the working directory: the host
+// sets UV_NO_CONFIG and PYTHONSAFEPATH for a uvx started in a thread
+// workspace and yields to the server's own env, so a request setting one
+// (or UV_CONFIG_FILE, a file of its choosing) would turn the protection off.
+// npm's counterpart, npm_config_script_shell, is an npm command config.
+func confinementEnv(upper string) bool {
+	switch upper {
+	case "UV_NO_CONFIG", "UV_CONFIG_FILE", "PYTHONSAFEPATH":
 		return true
 	}
 	return false
@@ -329,6 +356,9 @@ func checkEnv(l Launch) error {
 		seen := envName(name)
 		if codeInjectingEnv(strings.ToUpper(pyStrip(seen))) {
 			return &Error{Kind: EnvVar, Server: l.Server, EnvName: seen}
+		}
+		if confinementEnv(strings.ToUpper(pyStrip(seen))) {
+			return &Error{Kind: Confinement, Server: l.Server, EnvName: seen}
 		}
 		for _, n := range []string{seen, pyStrip(seen)} {
 			key, ok := npmEnvConfig(n)

@@ -214,8 +214,9 @@ func TestCommandShape(t *testing.T) {
 func TestEnvScreen(t *testing.T) {
 	p := launchpolicy.New()
 	const (
-		env    = launchpolicy.EnvVar
-		loader = launchpolicy.LauncherConfig
+		env     = launchpolicy.EnvVar
+		loader  = launchpolicy.LauncherConfig
+		confine = launchpolicy.Confinement
 	)
 	for _, tc := range []struct {
 		name string
@@ -275,6 +276,14 @@ func TestEnvScreen(t *testing.T) {
 		{"HOME", loader},
 		{"PREFIX", loader},
 		{"DESTDIR", loader},
+		// What host/upstream sets to keep uv and Python from reading the
+		// workspace, and yields to when the server's env sets it.
+		{"UV_NO_CONFIG", confine},
+		{"uv_no_config", confine},
+		{"UV_CONFIG_FILE", confine},
+		{"PYTHONSAFEPATH", confine},
+		{"PYTHONSAFEPATH=", confine},
+		{"UV_INDEX_URL", 0},
 		{"npm_config_registry", 0},
 		{"npm_config_userconfig_x", 0},
 		{"npm_config_", 0},
@@ -310,6 +319,35 @@ func TestEnvScreen(t *testing.T) {
 	}
 	if err := py.Check(launchpolicy.Launch{Server: "s", Command: "python", Args: []string{"-m", "srv"}, EnvNames: []string{"HOME"}}); err != nil {
 		t.Errorf("python with HOME: %v, want accepted", err)
+	}
+}
+
+// TestUvxConfigFile: uvx's --config-file among its own options names the
+// uv.toml it reads, so a request may not set it; after the package it is the
+// package's own argument.
+func TestUvxConfigFile(t *testing.T) {
+	p := launchpolicy.New()
+	for _, tc := range []struct {
+		args []string
+		flag string // "": accepted
+	}{
+		{[]string{"--config-file", "/proc/self/environ", "mcp-server-x"}, "--config-file"},
+		{[]string{"--config-file=/tmp/uv.toml", "mcp-server-x"}, "--config-file"},
+		{[]string{"--from", "x", "--config-file", "f", "mcp-server-x"}, "--config-file"},
+		{[]string{"--no-config", "mcp-server-x"}, ""},
+		{[]string{"mcp-server-x", "--config-file", "f"}, ""},
+		{[]string{"--", "mcp-server-x", "--config-file=f"}, ""},
+	} {
+		err := p.Check(launchpolicy.Launch{Server: "s", Command: "uvx", Args: tc.args})
+		var pe *launchpolicy.Error
+		switch {
+		case tc.flag == "" && err != nil:
+			t.Errorf("%q: %v, want accepted", tc.args, err)
+		case tc.flag != "" && (!errors.As(err, &pe) || pe.Kind != launchpolicy.Confinement || pe.Flag != tc.flag):
+			t.Errorf("%q: %v, want Confinement naming %s", tc.args, err, tc.flag)
+		case tc.flag != "" && strings.Contains(err.Error(), "environ"):
+			t.Errorf("%q: message echoes the value: %v", tc.args, err)
+		}
 	}
 }
 

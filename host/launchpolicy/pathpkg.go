@@ -96,6 +96,27 @@ func uvxPathArg(args []string) bool {
 	return false
 }
 
+// uvxConfigFlag returns uvx's --config-file option as spelled ("--config-file"
+// or "--config-file=…", cut at "=") when it stands among uvx's own options, or
+// "": uv then reads that file as its uv.toml.
+func uvxConfigFlag(args []string) string {
+	g := uvxGrammar()
+	for i := 0; i < len(args); i++ {
+		tok := pyStrip(args[i])
+		if tok == "--" || tok == "-" || !strings.HasPrefix(tok, "-") {
+			break
+		}
+		flag, _, hasEq := strings.Cut(tok, "=")
+		if flag == "--config-file" {
+			return flag
+		}
+		if !hasEq && g.consumesValue(tok) {
+			i++
+		}
+	}
+	return ""
+}
+
 // launcherPositional returns the package as DeerFlow's region ends
 // (launcherExecArg): the token after "--", or the first token that does not
 // start with "-" (or is "-"), skipping option values.
