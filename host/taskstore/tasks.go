@@ -44,7 +44,7 @@ const taskColumns = `id, user_id, thread_id, run_id, tool_call_id, server_name, 
 const (
 	claimableDueWhere = "status IN " + pollableSQL + " AND cancel_requested_at IS NULL AND next_poll_at <= $3"
 	claimDueWhere     = claimableDueWhere + " AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
-	claimCancelWhere = "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL +
+	claimCancelWhere  = "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL +
 		" AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
 )
 
