@@ -19,7 +19,7 @@ import (
 )
 
 // replica is one host: its own tool cache, store connection and service.
-func replica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
+func replica(t testing.TB, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
 	t.Helper()
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
