@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/toolcache"
 )
 
 // waitFor runs check every 50 ms until it reports true, failing the test
@@ -61,7 +63,7 @@ func TestHungUpstreamOfOneUserDoesNotHoldUpAnother(t *testing.T) {
 			svc.Start()
 			share := cfg.PollShare()
 			waitFor(t, "alice's hung status calls to fill her share", func() (bool, string) {
-				s := serverStats(t, cache)
+				s := serverStats(t, cache, "stats")
 				return s.InFlightStatus == share, fmt.Sprintf("%d in flight", s.InFlightStatus)
 			})
 
@@ -76,7 +78,7 @@ func TestHungUpstreamOfOneUserDoesNotHoldUpAnother(t *testing.T) {
 				}
 				return row.Status == "completed", row.Status
 			})
-			s := serverStats(t, cache)
+			s := serverStats(t, cache, "stats")
 			if s.InFlightStatus != share {
 				t.Errorf("after bob's task completed, %d status calls are in flight, want alice's %d still blocked", s.InFlightStatus, share)
 			}
@@ -129,6 +131,24 @@ func TestHungStatusCallTimesOutAndIsRetried(t *testing.T) {
 	}
 }
 
+// capped is a replica on dsn and a fresh reports server with
+// max_active_tasks_per_user limit, where alice already has n long tasks.
+func capped(t *testing.T, dsn string, limit, n int) (*taskservice.Service, *taskstore.Store, *toolcache.Cache, []taskstore.Task) {
+	t.Helper()
+	cfg := fastConfig()
+	cfg.MaxActiveTasksPerUser = limit
+	svc, store, cache := replica(t, httpReports(t), dsn, cfg)
+	var rows []taskstore.Task
+	for i := range n {
+		row, err := submitAs(context.Background(), svc, "alice", `{"topic": "a", "delay_ms": 600000}`)
+		if err != nil {
+			t.Fatalf("submit %d: %v", i+1, err)
+		}
+		rows = append(rows, row)
+	}
+	return svc, store, cache, rows
+}
+
 // TestActiveTaskCap: the (cap+1)th submit of one user is refused with a
 // model-safe message before it reaches the upstream (no remote job, no
 // row), another user's submit still works, and a finished task frees its
@@ -136,20 +156,9 @@ func TestHungStatusCallTimesOutAndIsRetried(t *testing.T) {
 func TestActiveTaskCap(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
-			cfg := fastConfig()
-			cfg.MaxActiveTasksPerUser = 3
-			svc, store, cache := replica(t, httpReports(t), engine.dsn(t), cfg)
+			svc, store, cache, active := capped(t, engine.dsn(t), 3, 3)
 			ctx := context.Background()
-			var first taskstore.Task
-			for i := range 3 {
-				row, err := submitAs(ctx, svc, "alice", `{"topic": "a", "delay_ms": 600000}`)
-				if err != nil {
-					t.Fatalf("submit %d: %v", i+1, err)
-				}
-				if i == 0 {
-					first = row
-				}
-			}
+			first := active[0]
 			_, err := submitAs(ctx, svc, "alice", `{"topic": "a", "delay_ms": 0}`)
 			var le *taskstore.ActiveTaskLimitError
 			if !errors.As(err, &le) || le.Limit != 3 {
@@ -159,7 +168,7 @@ func TestActiveTaskCap(t *testing.T) {
 			if err.Error() != msg {
 				t.Errorf("message = %q", err.Error())
 			}
-			if s := serverStats(t, cache); s.Submits != 3 {
+			if s := serverStats(t, cache, "stats"); s.Submits != 3 {
 				t.Errorf("the upstream saw %d submits, want 3: the refused one reached it", s.Submits)
 			}
 			if rows, err := store.ListByThread(ctx, "t1", "alice", 10, false); err != nil || len(rows) != 3 {
@@ -192,15 +201,8 @@ func TestActiveTaskCap(t *testing.T) {
 func TestConcurrentSubmitsAtTheCap(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
-			cfg := fastConfig()
-			cfg.MaxActiveTasksPerUser = 5
-			svc, store, cache := replica(t, httpReports(t), engine.dsn(t), cfg)
+			svc, store, cache, _ := capped(t, engine.dsn(t), 5, 4)
 			ctx := context.Background()
-			for i := range 4 {
-				if _, err := submitAs(ctx, svc, "alice", `{"topic": "a", "delay_ms": 600000}`); err != nil {
-					t.Fatalf("submit %d: %v", i+1, err)
-				}
-			}
 			var (
 				wg              sync.WaitGroup
 				mu              sync.Mutex
@@ -229,7 +231,7 @@ func TestConcurrentSubmitsAtTheCap(t *testing.T) {
 			if stored != 1 || refused != 7 {
 				t.Errorf("%d submits stored and %d refused, want 1 and 7", stored, refused)
 			}
-			if s := serverStats(t, cache); s.Submits != 5 {
+			if s := serverStats(t, cache, "stats"); s.Submits != 5 {
 				t.Errorf("the upstream saw %d submits, want 5", s.Submits)
 			}
 			if rows, err := store.ListByThread(ctx, "t1", "alice", 20, true); err != nil || len(rows) != 5 {

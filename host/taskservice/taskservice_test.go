@@ -93,27 +93,11 @@ func (r *rig) pollUntil(id, status string) taskstore.Task {
 	}
 }
 
-// stats asks the reports server how often it was called.
+// stats asks alice's reports process how often it was called.
 func (r *rig) stats() (status, cancel int) {
 	r.t.Helper()
-	snap, err := r.cache.Snapshot(context.Background())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "alice", "t1", nil, false)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var res struct {
-		StructuredContent struct {
-			StatusCalls int `json:"status_calls"`
-			CancelCalls int `json:"cancel_calls"`
-		} `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
-		r.t.Fatal(err)
-	}
-	return res.StructuredContent.StatusCalls, res.StructuredContent.CancelCalls
+	s := serverStats(r.t, r.cache, "alice")
+	return s.StatusCalls, s.CancelCalls
 }
 
 func TestSubmittedReportCompletes(t *testing.T) {

@@ -52,6 +52,8 @@ func submitAs(ctx context.Context, svc *taskservice.Service, user, args string) 
 // reportStats is what the reports server counted.
 type reportStats struct {
 	Submits        int `json:"submits"`
+	StatusCalls    int `json:"status_calls"`
+	CancelCalls    int `json:"cancel_calls"`
 	InFlightStatus int `json:"in_flight_status"`
 	PerTask        map[string]struct {
 		StatusCalls         int `json:"status_calls"`
@@ -59,13 +61,15 @@ type reportStats struct {
 	} `json:"per_task"`
 }
 
-func serverStats(t testing.TB, cache *toolcache.Cache) reportStats {
+// serverStats asks the reports server, as user (which picks the pooled
+// process on stdio), what it counted.
+func serverStats(t testing.TB, cache *toolcache.Cache, user string) reportStats {
 	t.Helper()
 	snap, err := cache.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "stats", "t1", nil, false)
+	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), user, "t1", nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
