@@ -44,7 +44,9 @@ type Config struct {
 	PollIntervalSeconds int `yaml:"poll_interval_seconds" json:"poll_interval_seconds"`
 	// LeaseSeconds is how long one claim owns a task.
 	LeaseSeconds int `yaml:"lease_seconds" json:"lease_seconds"`
-	// MaxConcurrentPolls bounds the tasks claimed and polled per pass.
+	// MaxConcurrentPolls bounds the status calls in flight at once: the
+	// size of the poll worker pool (and of each cancel and notification
+	// batch). One user's polls take at most PollShare of it.
 	MaxConcurrentPolls int `yaml:"max_concurrent_polls" json:"max_concurrent_polls"`
 	// MaxPollBackoffSeconds caps every retry backoff.
 	MaxPollBackoffSeconds int `yaml:"max_poll_backoff_seconds" json:"max_poll_backoff_seconds"`
@@ -59,6 +61,13 @@ type Config struct {
 	MaxResultBytes int `yaml:"max_result_bytes" json:"max_result_bytes"`
 	// ResultPreviewMaxChars bounds that preview.
 	ResultPreviewMaxChars int `yaml:"result_preview_max_chars" json:"result_preview_max_chars"`
+	// StatusCallTimeoutSeconds bounds one background status call; one that
+	// runs longer is a retryable poll failure. A call is also cut off before
+	// its claim's lease runs out (StatusCallBudget).
+	StatusCallTimeoutSeconds int `yaml:"status_call_timeout_seconds" json:"status_call_timeout_seconds"`
+	// MaxActiveTasksPerUser bounds one user's active (not yet terminal)
+	// tasks; a submit beyond it is refused before it reaches the upstream.
+	MaxActiveTasksPerUser int `yaml:"max_active_tasks_per_user" json:"max_active_tasks_per_user"`
 }
 
 // DefaultConfig returns DeerFlow's defaults, with the runtime disabled.
@@ -72,6 +81,8 @@ func DefaultConfig() Config {
 		TrackingDegradedAfterErrors:      3,
 		MaxResultBytes:                   65536,
 		ResultPreviewMaxChars:            2000,
+		StatusCallTimeoutSeconds:         30,
+		MaxActiveTasksPerUser:            100,
 	}
 }
 
@@ -102,6 +113,8 @@ func (c Config) Validate() error {
 		{"tracking_degraded_after_errors", c.TrackingDegradedAfterErrors, 1, 100},
 		{"max_result_bytes", c.MaxResultBytes, 1024, 10485760},
 		{"result_preview_max_chars", c.ResultPreviewMaxChars, 64, 100000},
+		{"status_call_timeout_seconds", c.StatusCallTimeoutSeconds, 1, 3600},
+		{"max_active_tasks_per_user", c.MaxActiveTasksPerUser, 1, 100000},
 	}
 	var errs []error
 	for _, k := range checks {
@@ -125,6 +138,19 @@ func (c Config) MaxPollBackoff() time.Duration { return seconds(c.MaxPollBackoff
 func (c Config) InputRequiredPollInterval() time.Duration {
 	return seconds(c.InputRequiredPollIntervalSeconds)
 }
+
+// StatusCallBudget is how long one background status call may run: the
+// status-call timeout, cut to four fifths of the lease when that is shorter,
+// so a poll gives up (a retryable failure, released under its lease) before
+// its claim could expire and be taken by another poller.
+func (c Config) StatusCallBudget() time.Duration {
+	return min(seconds(c.StatusCallTimeoutSeconds), c.Lease()*4/5)
+}
+
+// PollShare is the most polls one user may have in flight at once: half the
+// pool, rounded up, so a user whose upstream hangs leaves the other half to
+// everyone else.
+func (c Config) PollShare() int { return (c.MaxConcurrentPolls + 1) / 2 }
 
 // TrackingDegraded reports whether a task with this many consecutive poll
 // failures is reported as tracking_degraded (the API and events use it).

@@ -23,6 +23,8 @@ func TestDefaultConfig(t *testing.T) {
 		TrackingDegradedAfterErrors:      3,
 		MaxResultBytes:                   65536,
 		ResultPreviewMaxChars:            2000,
+		StatusCallTimeoutSeconds:         30,
+		MaxActiveTasksPerUser:            100,
 	}
 	if c != want {
 		t.Fatalf("DefaultConfig = %+v, want %+v", c, want)
@@ -50,6 +52,8 @@ func TestConfigValidateRanges(t *testing.T) {
 		{"tracking_degraded_after_errors", func(c *task.Config, v int) { c.TrackingDegradedAfterErrors = v }, 1, 100},
 		{"max_result_bytes", func(c *task.Config, v int) { c.MaxResultBytes = v }, 1024, 10485760},
 		{"result_preview_max_chars", func(c *task.Config, v int) { c.ResultPreviewMaxChars = v }, 64, 100000},
+		{"status_call_timeout_seconds", func(c *task.Config, v int) { c.StatusCallTimeoutSeconds = v }, 1, 3600},
+		{"max_active_tasks_per_user", func(c *task.Config, v int) { c.MaxActiveTasksPerUser = v }, 1, 100000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
@@ -86,8 +90,8 @@ func TestConfigValidateReportsEveryField(t *testing.T) {
 			n++
 		}
 	}
-	if n != 8 {
-		t.Fatalf("zero Config: %d field errors, want 8: %v", n, err)
+	if n != 10 {
+		t.Fatalf("zero Config: %d field errors, want 10: %v", n, err)
 	}
 }
 
@@ -107,6 +111,30 @@ func TestTrackingDegraded(t *testing.T) {
 	for n, want := range map[int]bool{0: false, 2: false, 3: true, 10: true} {
 		if got := c.TrackingDegraded(n); got != want {
 			t.Errorf("TrackingDegraded(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestStatusCallBudgetAndPollShare(t *testing.T) {
+	tests := []struct {
+		timeout, lease, polls int
+		budget                time.Duration
+		share                 int
+	}{
+		{timeout: 30, lease: 120, polls: 8, budget: 30 * time.Second, share: 4},
+		{timeout: 30, lease: 5, polls: 1, budget: 4 * time.Second, share: 1},
+		{timeout: 100, lease: 120, polls: 2, budget: 96 * time.Second, share: 1},
+		{timeout: 1, lease: 3600, polls: 64, budget: time.Second, share: 32},
+		{timeout: 10, lease: 10, polls: 7, budget: 8 * time.Second, share: 4},
+	}
+	for _, tt := range tests {
+		c := task.DefaultConfig()
+		c.StatusCallTimeoutSeconds, c.LeaseSeconds, c.MaxConcurrentPolls = tt.timeout, tt.lease, tt.polls
+		if got := c.StatusCallBudget(); got != tt.budget {
+			t.Errorf("timeout %ds, lease %ds: budget %v, want %v", tt.timeout, tt.lease, got, tt.budget)
+		}
+		if got := c.PollShare(); got != tt.share {
+			t.Errorf("%d polls: share %d, want %d", tt.polls, got, tt.share)
 		}
 	}
 }

@@ -79,3 +79,48 @@ func BenchmarkNotificationDelivery(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPollLatencyUnderLoad measures how long one user's task waits for
+// its poll while another user has 300 active tasks on the same upstream (the
+// reports server on streamable HTTP) whose status calls each take a second:
+// ms/task is the time from bob's submit (delay_ms 0, so his first answer is
+// completed) until his row is completed, with the service's own loop at
+// poll_interval_seconds 1 and the default max_concurrent_polls of 8. The
+// first poll is due one interval after the submit, so 1000 ms is the floor.
+func BenchmarkPollLatencyUnderLoad(b *testing.B) {
+	for _, engine := range engines {
+		b.Run(engine.name, func(b *testing.B) {
+			cfg := task.DefaultConfig()
+			cfg.Enabled, cfg.PollIntervalSeconds = true, 1
+			cfg.MaxActiveTasksPerUser = 1000
+			svc, store, _ := replica(b, httpReports(b), engine.dsn(b), cfg)
+			ctx := context.Background()
+			for range 300 {
+				if _, err := submitAs(ctx, svc, "alice", `{"topic": "a", "delay_ms": 3600000, "slow_status_ms": 1000}`); err != nil {
+					b.Fatal(err)
+				}
+			}
+			svc.Start()
+			var total time.Duration
+			for b.Loop() {
+				start := time.Now()
+				row, err := submitAs(ctx, svc, "bob", `{"topic": "b", "delay_ms": 0}`)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for {
+					got, err := store.Get(ctx, row.ID, "bob")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got.Status == "completed" {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				total += time.Since(start)
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/task")
+		})
+	}
+}

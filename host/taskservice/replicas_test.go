@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,11 +13,10 @@ import (
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/taskstore/storetest"
 	"github.com/antler-mcp/antler/host/toolcache"
-	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
 // replica is one host: its own tool cache, store connection and service.
-func replica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
+func replica(t testing.TB, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
 	t.Helper()
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
@@ -43,13 +40,7 @@ func replica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.S
 // each completion is written exactly once.
 func TestTwoReplicasOnOnePostgres(t *testing.T) {
 	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
-	url := testmcp.StartReportsHTTP(t) + "/mcp"
-	cfgPath := filepath.Join(t.TempDir(), "extensions_config.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, url)
-	if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := httpReports(t)
 	cfg := fastConfig()
 	cfg.LeaseSeconds = 5
 	a, storeA, cacheA := replica(t, cfgPath, dsn, cfg)
@@ -90,26 +81,8 @@ func TestTwoReplicasOnOnePostgres(t *testing.T) {
 		}
 	}
 
-	snap, err := cacheA.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "alice", "t1", nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stats struct {
-		StructuredContent struct {
-			PerTask map[string]struct {
-				MaxConcurrentStatus int `json:"max_concurrent_status"`
-				StatusCalls         int `json:"status_calls"`
-			} `json:"per_task"`
-		} `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(raw, &stats); err != nil {
-		t.Fatal(err)
-	}
-	for remote, s := range stats.StructuredContent.PerTask {
+	stats := serverStats(t, cacheA, "alice")
+	for remote, s := range stats.PerTask {
 		if s.MaxConcurrentStatus > 1 {
 			t.Errorf("remote task %s was polled %d times at once by the two hosts", remote, s.MaxConcurrentStatus)
 		}
@@ -117,13 +90,11 @@ func TestTwoReplicasOnOnePostgres(t *testing.T) {
 	// Each completion was written once: after it, no further status call
 	// may follow (a terminal task is never claimed again).
 	before := map[string]int{}
-	for remote, s := range stats.StructuredContent.PerTask {
+	for remote, s := range stats.PerTask {
 		before[remote] = s.StatusCalls
 	}
 	time.Sleep(2500 * time.Millisecond) // two more poll intervals on both hosts
-	raw, _ = snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "alice", "t1", nil, false)
-	_ = json.Unmarshal(raw, &stats)
-	for remote, s := range stats.StructuredContent.PerTask {
+	for remote, s := range serverStats(t, cacheA, "alice").PerTask {
 		if s.StatusCalls != before[remote] {
 			t.Errorf("completed remote task %s was polled again (%d → %d)", remote, before[remote], s.StatusCalls)
 		}

@@ -87,8 +87,10 @@ func (s *Service) Owner() string { return s.owner }
 // Running reports whether the background loop runs.
 func (s *Service) Running() bool { return s.running.Load() }
 
-// Start runs the loop: a first pass at once (expired leases recover at
-// start-up), then one every poll interval until Stop.
+// Start runs the background work until Stop: a worker pool of
+// max_concurrent_polls polls, which claims due tasks as workers free up
+// (first at once, so expired leases recover at start-up), and a pass every
+// poll interval over due cancellations and notifications.
 func (s *Service) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,13 +100,15 @@ func (s *Service) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
 	s.running.Store(true)
-	go func() {
-		defer close(s.done)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.pollLoop(ctx) })
+	wg.Go(func() {
 		t := time.NewTicker(s.cfg.PollInterval())
 		defer t.Stop()
 		for {
-			if err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
-				s.log.Warn("MCP task poll failed; retrying next interval", "error", err.Error())
+			err := errors.Join(s.runCancellations(ctx), s.runNotifications(ctx))
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("MCP task pass failed; retrying next interval", "error", err.Error())
 			}
 			select {
 			case <-ctx.Done():
@@ -112,7 +116,53 @@ func (s *Service) Start() {
 			case <-t.C:
 			}
 		}
+	})
+	go func() {
+		wg.Wait()
+		close(s.done)
 	}()
+}
+
+// pollLoop is the poll worker pool. It claims at most as many due tasks as
+// it has idle workers, each claim in fair order across users and with no
+// user above its PollShare, and starts each poll at once, so a claim's lease
+// runs from the moment its poll starts. It claims again whenever a worker
+// frees up and on every poll interval, never waiting for a batch: one slow
+// or hung status call holds only its own worker, until the status-call
+// budget ends it.
+func (s *Service) pollLoop(ctx context.Context) {
+	n := s.cfg.MaxConcurrentPolls
+	freed := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(s.cfg.PollInterval())
+	defer tick.Stop()
+	busy, claim := 0, true
+	for {
+		if claim && busy < n {
+			rows, err := s.store.ClaimDuePerUser(ctx, s.now(), s.owner, s.cfg.Lease(), n-busy, s.cfg.PollShare())
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("MCP task poll claim failed; retrying", "error", err.Error())
+			}
+			for _, row := range rows {
+				busy++
+				wg.Go(func() {
+					defer func() { freed <- struct{}{} }()
+					s.pollGuarded(ctx, row)
+				})
+			}
+			claim = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-freed:
+			busy--
+			claim = true
+		case <-tick.C:
+			claim = true
+		}
+	}
 }
 
 // Stop ends the loop and cancels in-flight remote calls (a hung status call
@@ -130,9 +180,16 @@ func (s *Service) Stop() {
 	<-done
 }
 
-// Submit submits through the driver and persists the task. If persisting
-// fails for any reason but a duplicate handle, the remote task is cancelled
-// (best effort) so nothing runs untracked.
+// slotTTL bounds how long a submit in progress holds one of its user's
+// active-task slots if its process dies before the submit ends.
+const slotTTL = 15 * time.Minute
+
+// Submit submits through the driver and persists the task. A user already at
+// max_active_tasks_per_user is refused with a *taskstore.ActiveTaskLimitError
+// before anything reaches the upstream: the slot is reserved in the store
+// first, and the persisted task takes it over. If persisting fails for any
+// reason but a duplicate handle, the remote task is cancelled (best effort)
+// so nothing runs untracked.
 func (s *Service) Submit(ctx context.Context, driverName string, req task.SubmitRequest) (taskstore.Task, error) {
 	drv, err := s.drivers.Get(driverName)
 	if err != nil {
@@ -144,6 +201,22 @@ func (s *Service) Submit(ctx context.Context, driverName string, req task.Submit
 	if err := req.Validate(); err != nil {
 		return taskstore.Task{}, err
 	}
+	if err := s.store.ReserveTaskSlot(ctx, req.LocalTaskID, req.UserID, s.cfg.MaxActiveTasksPerUser, s.now(), slotTTL); err != nil {
+		return taskstore.Task{}, err
+	}
+	row, err := s.submit(ctx, drv, driverName, req)
+	if err != nil {
+		// The task row, had it been written, would have taken the slot over.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), compensationTimeout)
+		if rerr := s.store.ReleaseTaskSlot(rctx, req.LocalTaskID); rerr != nil {
+			s.log.Warn("releasing an MCP task slot failed; it expires on its own", "error", rerr.Error())
+		}
+		cancel()
+	}
+	return row, err
+}
+
+func (s *Service) submit(ctx context.Context, drv task.Driver, driverName string, req task.SubmitRequest) (taskstore.Task, error) {
 	sub, err := drv.Submit(ctx, req)
 	if err != nil {
 		return taskstore.Task{}, err
@@ -211,26 +284,56 @@ func (s *Service) RunOnce(ctx context.Context) error {
 // is reported as tracking_degraded.
 func (s *Service) TrackingDegradedAfter() int { return s.store.TrackingDegradedAfter() }
 
+// runPolls is RunOnce's poll phase: one claim of up to max_concurrent_polls
+// due tasks, polled concurrently, waited for.
 func (s *Service) runPolls(ctx context.Context) error {
-	rows, err := s.store.ClaimDue(ctx, s.now(), s.owner, s.cfg.Lease(), s.cfg.MaxConcurrentPolls)
+	rows, err := s.store.ClaimDuePerUser(ctx, s.now(), s.owner, s.cfg.Lease(), s.cfg.MaxConcurrentPolls, s.cfg.PollShare())
 	if err != nil {
 		return fmt.Errorf("claim due MCP tasks: %w", err)
 	}
 	var wg sync.WaitGroup
 	for _, row := range rows {
-		wg.Go(func() {
-			defer func() {
-				if r := recover(); r != nil {
-					s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "panic", fmt.Sprint(r))
-				}
-			}()
-			if err := s.pollOne(ctx, row); err != nil && ctx.Err() == nil {
-				s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "error", err.Error())
-			}
-		})
+		wg.Go(func() { s.pollGuarded(ctx, row) })
 	}
 	wg.Wait()
 	return nil
+}
+
+// pollGuarded polls one claimed task, isolating a failure or panic to it: an
+// unexpected one leaves the lease to expire for recovery.
+func (s *Service) pollGuarded(ctx context.Context, row taskstore.Task) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "panic", fmt.Sprint(r))
+		}
+	}()
+	if err := s.pollOne(ctx, row); err != nil && ctx.Err() == nil {
+		s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "error", err.Error())
+	}
+}
+
+// TimeoutError is a background remote call that ran past its budget. It is
+// retryable: the task is polled again after the usual backoff.
+type TimeoutError struct {
+	Call   string // "status" or "cancel"
+	Budget time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("MCP task %s call timed out after %v", e.Call, e.Budget)
+}
+
+// boundedCall runs call with a deadline budget from now. If the call fails
+// after the deadline passed (and not because ctx ended), its error becomes
+// a *TimeoutError, whatever the driver made of the cancellation.
+func boundedCall(ctx context.Context, what string, budget time.Duration, call func(context.Context) (task.Snapshot, error)) (task.Snapshot, error) {
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	snap, err := call(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = &TimeoutError{Call: what, Budget: budget}
+	}
+	return snap, err
 }
 
 func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
@@ -240,7 +343,9 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
 		return rerr
 	}
-	snap, err := drv.Status(ctx, reference(row))
+	snap, err := boundedCall(ctx, "status", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.Snapshot, error) {
+		return drv.Status(ctx, reference(row))
+	})
 	polledAt := s.now() // the remote call's completion, not the scan
 	if err == nil {
 		snap, err = task.Normalize(snap, s.cfg)
@@ -290,7 +395,10 @@ func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
 	var snap task.Snapshot
 	drv, err := s.drivers.Get(row.DriverName)
 	if err == nil {
-		snap, err = drv.Cancel(ctx, reference(row))
+		// Bounded by the lease: an answer after it would be fenced anyway.
+		snap, err = boundedCall(ctx, "cancel", s.cfg.Lease()*4/5, func(ctx context.Context) (task.Snapshot, error) {
+			return drv.Cancel(ctx, reference(row))
+		})
 	}
 	if err == nil {
 		snap, err = task.Normalize(snap, s.cfg)

@@ -93,27 +93,11 @@ func (r *rig) pollUntil(id, status string) taskstore.Task {
 	}
 }
 
-// stats asks the reports server how often it was called.
+// stats asks alice's reports process how often it was called.
 func (r *rig) stats() (status, cancel int) {
 	r.t.Helper()
-	snap, err := r.cache.Snapshot(context.Background())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), "alice", "t1", nil, false)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var res struct {
-		StructuredContent struct {
-			StatusCalls int `json:"status_calls"`
-			CancelCalls int `json:"cancel_calls"`
-		} `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(raw, &res); err != nil {
-		r.t.Fatal(err)
-	}
-	return res.StructuredContent.StatusCalls, res.StructuredContent.CancelCalls
+	s := serverStats(r.t, r.cache, "alice")
+	return s.StatusCalls, s.CancelCalls
 }
 
 func TestSubmittedReportCompletes(t *testing.T) {
@@ -176,9 +160,12 @@ func TestCancelTwiceCancelsOnceRemotely(t *testing.T) {
 	}
 }
 
+// TestSlowStatusPastTheLeaseIsDiscarded: a status call that would outlive
+// its claim's lease is given up before the lease expires (a retryable
+// failure, released under the lease), and its answer is never written.
 func TestSlowStatusPastTheLeaseIsDiscarded(t *testing.T) {
 	cfg := fastConfig()
-	cfg.LeaseSeconds = 1 // below the settings' range on purpose: the lease must expire mid-call
+	cfg.LeaseSeconds = 1 // below the settings' range on purpose: the lease would expire mid-call
 	r := newRig(t, cfg)
 	row := r.submit(`{"topic": "x", "delay_ms": 0, "slow_status_ms": 1600}`)
 	time.Sleep(1100 * time.Millisecond) // the first poll is due one interval after submit
@@ -191,6 +178,10 @@ func TestSlowStatusPastTheLeaseIsDiscarded(t *testing.T) {
 	}
 	if got.Status != "submitted" {
 		t.Errorf("a status answer that arrived after the lease expired was written: %s", got.Status)
+	}
+	if got.LastPollError != "MCP task status call timed out after 800ms" || got.ConsecutivePollErrorCount != 1 || got.LeaseOwner != "" {
+		t.Errorf("poll past the lease: last error %q, %d errors, lease owner %q; want it given up at 4/5 of the lease and released",
+			got.LastPollError, got.ConsecutivePollErrorCount, got.LeaseOwner)
 	}
 	if statuses, _ := r.stats(); statuses != 1 {
 		t.Errorf("status calls = %d, want 1", statuses)

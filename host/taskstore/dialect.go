@@ -142,6 +142,51 @@ func (d dialect) claimSQL(set, where, order string) string {
 	return "UPDATE mcp_tasks SET " + set + " WHERE id IN (" + pick + ") RETURNING " + taskColumns
 }
 
+// claimDueSQL builds the poll claim ($1 owner, $2 lease expiry, $3 now, $4
+// limit, $5 the most live poll leases one user may hold afterwards). It takes
+// due rows round-robin by user: each due row is ranked within its user after
+// that user's live poll leases (every row a poll holds is in the same index
+// range, since a claim never moves next_poll_at), and the free rows ranked at
+// most $5 are taken by rank, then due time. A user with 300 due tasks thus
+// gets the same share of a claim as a user with one, and a user whose polls
+// hang cannot take more than $5 of the pool. The window reads the claimable
+// rows due at $3 through the partial claim index, never the history.
+//
+// On Postgres a window query cannot lock rows, so the ranked candidates
+// (twice the limit, to spare rows a concurrent claimer just took) are locked
+// FOR UPDATE SKIP LOCKED in rank order and re-checked against claimDueWhere
+// on their latest version before the update, as in claimSQL.
+func (d dialect) claimDueSQL() string {
+	ranked := "SELECT id, next_poll_at AS due, ROW_NUMBER() OVER (PARTITION BY user_id" +
+		" ORDER BY CASE WHEN lease_expires_at >= $3 THEN 0 ELSE 1 END, next_poll_at, id) AS user_rank," +
+		" lease_expires_at AS held_until FROM mcp_tasks WHERE " + claimableDueWhere
+	free := "SELECT id AS cid, due, user_rank FROM (" + ranked + ") ranked" +
+		" WHERE (held_until IS NULL OR held_until < $3) AND user_rank <= $5" +
+		" ORDER BY user_rank, due, cid LIMIT "
+	if d == dialectPostgres {
+		return "UPDATE mcp_tasks SET " + claimDueSet(d) +
+			" WHERE id = ANY(ARRAY(SELECT id FROM mcp_tasks JOIN (" + free + "2 * $4) candidates ON id = cid" +
+			" WHERE " + claimDueWhere + " ORDER BY user_rank, due, cid LIMIT $4 FOR UPDATE OF mcp_tasks SKIP LOCKED))" +
+			" RETURNING " + taskColumns
+	}
+	return "UPDATE mcp_tasks SET " + claimDueSet(d) + " WHERE id IN (SELECT cid FROM (" + free + "$4))" +
+		" RETURNING " + taskColumns
+}
+
+// lockUser serialises the transactions that count and reserve one user's
+// task slots. SQLite's single writer, with IMMEDIATE transactions, already
+// runs them one at a time; Postgres takes a transaction-scoped advisory lock
+// keyed by the user (a hash collision only serialises two users).
+func (d dialect) lockUser(ctx context.Context, tx *sql.Tx, userID string) error {
+	if d == dialectSQLite {
+		return nil
+	}
+	h := fnv.New64a()
+	h.Write([]byte("antler/taskstore/user-slots:" + userID))
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", int64(h.Sum64()))
+	return err
+}
+
 // tokenSQL is an expression giving every claimed row its own random
 // 32-hex-digit lease token.
 func (d dialect) tokenSQL() string {

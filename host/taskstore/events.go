@@ -124,6 +124,12 @@ func (s *Store) recordEvent(ctx context.Context, tx *sql.Tx, t Task, now time.Ti
 // RETURNING clause, and records the written task's event, in one
 // transaction. It reports false, writing nothing, when query matched no row.
 func (s *Store) writeTask(ctx context.Context, now time.Time, query string, args ...any) (Task, bool, error) {
+	return s.writeTaskAnd(ctx, now, nil, query, args...)
+}
+
+// writeTaskAnd is writeTask that also runs also, if not nil, in the same
+// transaction once query matched.
+func (s *Store) writeTaskAnd(ctx context.Context, now time.Time, also func(*sql.Tx) error, query string, args ...any) (Task, bool, error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return Task{}, false, err
@@ -138,6 +144,11 @@ func (s *Store) writeTask(ctx context.Context, now time.Time, query string, args
 	}
 	if t, err = s.recordEvent(ctx, tx, t, now); err != nil {
 		return Task{}, false, err
+	}
+	if also != nil {
+		if err := also(tx); err != nil {
+			return Task{}, false, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Task{}, false, err

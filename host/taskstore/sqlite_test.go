@@ -19,13 +19,14 @@ func TestSQLiteClaimPlans(t *testing.T) {
 	defer s.Close()
 	tests := []struct {
 		name, query, index string
+		args               []any
 	}{
-		{"ClaimDue", s.claimQ, "ix_mcp_tasks_due"},
-		{"ClaimCancelRequests", s.cancQ, "ix_mcp_tasks_cancel_due"},
+		{"ClaimDue", s.claimQ, "ix_mcp_tasks_due", []any{"owner", 1, 1, 100, 4}},
+		{"ClaimCancelRequests", s.cancQ, "ix_mcp_tasks_cancel_due", []any{"owner", 1, 1, 100}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rows, err := s.write.Query("EXPLAIN QUERY PLAN "+tt.query, "owner", 1, 1, 100)
+			rows, err := s.write.Query("EXPLAIN QUERY PLAN "+tt.query, tt.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,6 +41,7 @@ func TestSQLiteClaimPlans(t *testing.T) {
 				plan = append(plan, detail)
 			}
 			text := strings.Join(plan, "\n")
+			t.Logf("plan:\n%s", text)
 			if !strings.Contains(text, "USING INDEX "+tt.index+" (") || strings.Contains(text, "SCAN mcp_tasks") {
 				t.Errorf("plan does not claim through %s without a table scan:\n%s", tt.index, text)
 			}

@@ -169,7 +169,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{
 		d:                     d,
-		claimQ:                d.claimSQL(claimDueSet(d), claimDueWhere, "next_poll_at"),
+		claimQ:                d.claimDueSQL(),
 		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere, "next_cancel_at"),
 		notifyQ:               d.claimSQL(claimNotifySet(d), claimNotifyWhere, "COALESCE(next_notification_at, 0)"),
 		trackingDegradedAfter: DefaultTrackingDegradedAfter,

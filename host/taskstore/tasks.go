@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -41,9 +42,9 @@ const taskColumns = `id, user_id, thread_id, run_id, tool_call_id, server_name, 
 
 // Claim statements: $1 owner, $2 lease expiry, $3 now, $4 limit.
 const (
-	claimDueWhere = "status IN " + pollableSQL + " AND cancel_requested_at IS NULL" +
-		" AND next_poll_at <= $3 AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
-	claimCancelWhere = "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL +
+	claimableDueWhere = "status IN " + pollableSQL + " AND cancel_requested_at IS NULL AND next_poll_at <= $3"
+	claimDueWhere     = claimableDueWhere + " AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
+	claimCancelWhere  = "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL +
 		" AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
 )
 
@@ -66,7 +67,8 @@ const clearLease = "lease_owner = NULL, lease_expires_at = NULL, lease_token = N
 // Create inserts a task. A second task for the same user, server and remote
 // id is a *DuplicateError; any other constraint violation is returned as is.
 // A task created in an attention status records its notification event
-// (event_version 1, notification pending at now).
+// (event_version 1, notification pending at now). The task's slot
+// reservation (ReserveTaskSlot), if any, is consumed in the same transaction.
 func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, error) {
 	if err := checkNewTask(nt); err != nil {
 		return Task{}, err
@@ -83,7 +85,8 @@ func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, er
 	args = append(args, text(nt.RunID), text(nt.ToolCallID), nt.ServerName, nt.DriverName,
 		nt.RemoteTaskID, nt.TaskName, NameKey(nt.TaskName), string(driverData),
 		ms(next), ms(completed), ms(now))
-	t, _, err := s.writeTask(ctx, now, `INSERT INTO mcp_tasks (id, user_id, thread_id,
+	consume := func(tx *sql.Tx) error { return consumeSlot(ctx, tx, nt.ID) }
+	t, _, err := s.writeTaskAnd(ctx, now, consume, `INSERT INTO mcp_tasks (id, user_id, thread_id,
  status, result, result_preview, result_truncated, result_artifact, error, input_required,
  run_id, tool_call_id, server_name, driver_name, remote_task_id, task_name, task_name_key, driver_data,
  next_poll_at, completed_at, created_at, updated_at)
@@ -183,17 +186,41 @@ func (s *Store) ListByThread(ctx context.Context, threadID, userID string, limit
 
 // ClaimDue leases up to limit pollable tasks whose next poll is due at now,
 // that have no cancellation request and no live lease (a lease expiring
-// before now is free again). Each claimed row gets owner, a lease until
-// now+lease and a fresh random LeaseToken, and counts a poll attempt. Rows
-// come back ordered by next_poll_at, then id.
+// before now is free again), in fair order across users (ClaimDuePerUser with
+// no per-user bound).
 func (s *Store) ClaimDue(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
-	tasks, err := s.claim(ctx, s.claimQ, now, owner, lease, limit)
+	return s.ClaimDuePerUser(ctx, now, owner, lease, limit, 0)
+}
+
+// ClaimDuePerUser is ClaimDue with one user's share bounded: afterwards no
+// user holds more than perUser live poll leases (0: no bound). Due tasks are
+// taken round-robin by user, a user's tasks in due order and a user with
+// polls already in flight after those without, so one user's backlog never
+// delays another user's task by more than one turn. Each claimed row gets
+// owner, a lease until now+lease and a fresh random LeaseToken, and counts a
+// poll attempt. Rows come back in that round-robin order: by their rank
+// among the claimed rows of their user, then next_poll_at, then id.
+func (s *Store) ClaimDuePerUser(ctx context.Context, now time.Time, owner string, lease time.Duration, limit, perUser int) ([]Task, error) {
+	if perUser < 0 {
+		return nil, fmt.Errorf("taskstore: claim due tasks: per-user bound must not be negative, got %d", perUser)
+	}
+	if perUser == 0 {
+		perUser = math.MaxInt32
+	}
+	tasks, err := s.claim(ctx, s.claimQ, now, owner, lease, limit, perUser)
 	if err != nil {
 		return nil, fmt.Errorf("taskstore: claim due tasks: %w", err)
 	}
 	slices.SortFunc(tasks, func(a, b Task) int {
 		return cmp.Or(a.NextPollAt.Compare(b.NextPollAt), strings.Compare(a.ID, b.ID))
 	})
+	turn := make(map[string]int, len(tasks))
+	rank := make(map[string]int, len(tasks))
+	for _, t := range tasks {
+		turn[t.UserID]++
+		rank[t.ID] = turn[t.UserID]
+	}
+	slices.SortStableFunc(tasks, func(a, b Task) int { return cmp.Compare(rank[a.ID], rank[b.ID]) })
 	return tasks, nil
 }
 
@@ -211,11 +238,13 @@ func (s *Store) ClaimCancelRequests(ctx context.Context, now time.Time, owner st
 	return tasks, nil
 }
 
-func (s *Store) claim(ctx context.Context, query string, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
+// claim runs a claim statement with $1 owner, $2 lease expiry, $3 now, $4
+// limit and any further arguments from $5 on.
+func (s *Store) claim(ctx context.Context, query string, now time.Time, owner string, lease time.Duration, limit int, more ...any) ([]Task, error) {
 	if err := checkClaim(owner, lease, limit); err != nil {
 		return nil, err
 	}
-	rows, err := s.write.QueryContext(ctx, query, owner, ms(now.Add(lease)), ms(now), limit)
+	rows, err := s.write.QueryContext(ctx, query, append([]any{owner, ms(now.Add(lease)), ms(now), limit}, more...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -223,6 +223,8 @@ func submitTool() mcp.Tool {
 			mcp.Description("Test knob: echoed verbatim as poll_after_seconds while the task is running or input_required (even 0 or negative, to test client validation).")),
 		mcp.WithInteger("slow_status_ms", mcp.Min(0), mcp.Max(maxSlowStatusMS),
 			mcp.Description("Test knob: every status call for this task sleeps this long before answering.")),
+		mcp.WithInteger("hang_status_calls", mcp.Min(0), mcp.Max(maxStatusErrors),
+			mcp.Description("Test knob: the first n status calls never answer; each blocks until the client gives up on it.")),
 		mcp.WithBoolean("not_found", mcp.Description("Test knob: status calls answer failed with error_code task_not_found.")),
 		mcp.WithBoolean("status_is_error", mcp.Description("Test knob: every status call answers isError true (a retryable failure).")),
 		mcp.WithInteger("status_errors", mcp.Min(0), mcp.Max(maxStatusErrors),
@@ -282,6 +284,7 @@ type knobs struct {
 	ResultBytes      *int64   `json:"result_bytes,omitempty"`
 	PollAfterSeconds *float64 `json:"poll_after_seconds,omitempty"`
 	SlowStatusMS     int64    `json:"slow_status_ms,omitempty"`
+	HangStatusCalls  int64    `json:"hang_status_calls,omitempty"`
 	NotFound         bool     `json:"not_found,omitempty"`
 	StatusIsError    bool     `json:"status_is_error,omitempty"`
 	StatusErrors     int64    `json:"status_errors,omitempty"`
@@ -534,6 +537,8 @@ type statsPayload struct {
 	StatusCalls int64                `json:"status_calls"`
 	CancelCalls int64                `json:"cancel_calls"`
 	PerTask     map[string]taskStats `json:"per_task"`
+	// InFlightStatus is the number of status calls running right now.
+	InFlightStatus int `json:"in_flight_status"`
 }
 
 // snapshotStats returns the current counts.
@@ -548,6 +553,9 @@ func (s *store) snapshotStats() statsPayload {
 	}
 	for id, t := range s.tasks {
 		p.PerTask[id] = taskStats{StatusCalls: t.StatusCalls, CancelCalls: t.CancelCalls, MaxConcurrentStatus: s.maxInflight[id]}
+	}
+	for _, n := range s.inflight {
+		p.InFlightStatus += n
 	}
 	return p
 }
@@ -672,7 +680,7 @@ func (h *handlers) submit(_ context.Context, req mcp.CallToolRequest) (*mcp.Call
 }
 
 // status implements get_report_status. The knobs apply in this order: the
-// call is counted, slow_status_ms sleeps, then not_found, status_is_error /
+// call is counted, hang_status_calls blocks, slow_status_ms sleeps, then not_found, status_is_error /
 // status_errors and bad_output replace the ordinary answer.
 func (h *handlers) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, errRes := taskIDArg(req)
@@ -686,6 +694,10 @@ func (h *handlers) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	h.store.enter(id)
 	defer h.store.leave(id)
 	k, call := t.Knobs, t.StatusCalls
+	if call <= k.HangStatusCalls {
+		<-ctx.Done()
+		return nil, fmt.Errorf("status of %s abandoned by the client: %w", id, ctx.Err())
+	}
 	if k.SlowStatusMS > 0 {
 		timer := time.NewTimer(time.Duration(k.SlowStatusMS) * time.Millisecond)
 		defer timer.Stop()
@@ -759,6 +771,11 @@ func parseKnobs(args map[string]any) (knobs, error) {
 	}
 	if v, ok, e := intArg(args, "slow_status_ms", 0, maxSlowStatusMS); ok {
 		k.SlowStatusMS = v
+	} else {
+		set(e)
+	}
+	if v, ok, e := intArg(args, "hang_status_calls", 0, maxStatusErrors); ok {
+		k.HangStatusCalls = v
 	} else {
 		set(e)
 	}

@@ -374,6 +374,7 @@ func TestContract(t *testing.T) {
 		"result_bytes":    testResultBytes,
 		"artifact":        testArtifact,
 		"slow_status":     testSlowStatus,
+		"hang_status":     testHangStatus,
 		"unique_ids":      testUniqueIDs,
 		"bad_arguments":   testBadArguments,
 		"tools":           testTools,
@@ -655,6 +656,40 @@ func testSlowStatus(t *testing.T, connect connectFunc) {
 	}
 }
 
+// testHangStatus: with hang_status_calls the first status call never
+// answers on its own (it counts as in flight until the client gives up on
+// it), and the next one answers normally.
+func testHangStatus(t *testing.T, connect connectFunc) {
+	c := connect(t)
+	id := submit(t, c, map[string]any{"topic": "hung", "delay_ms": 0, "hang_status_calls": 1})
+	ctx, cancel := context.WithCancel(t.Context())
+	gaveUp := make(chan error, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = toolStatus
+		req.Params.Arguments = map[string]any{"task_id": id}
+		_, err := c.CallTool(ctx, req)
+		gaveUp <- err
+	}()
+	for stats(t, c).InFlightStatus != 1 {
+		time.Sleep(10 * time.Millisecond) // until the hung call has arrived
+	}
+	select {
+	case err := <-gaveUp:
+		t.Fatalf("the hung status call answered: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Fatal("a status call the client gave up on answered")
+	}
+	// Over streamable HTTP the server may not learn of the abandoned call,
+	// so the second call can overlap it there: no stats check after this.
+	if p := status(t, c, id); p.Status != statusCompleted {
+		t.Errorf("second status = %v, want completed", p.raw)
+	}
+}
+
 // testUniqueIDs: concurrent submits get distinct ids.
 func testUniqueIDs(t *testing.T, connect connectFunc) {
 	c := connect(t)
@@ -745,7 +780,7 @@ func testTools(t *testing.T, connect connectFunc) {
 		t.Errorf("submit_report required = %v, want [topic]", sub.Required)
 	}
 	for _, knob := range []string{"topic", "delay_ms", "fail", "input_required", "result_bytes", "poll_after_seconds",
-		"slow_status_ms", "not_found", "status_is_error", "status_errors", "bad_output", "artifact"} {
+		"slow_status_ms", "hang_status_calls", "not_found", "status_is_error", "status_errors", "bad_output", "artifact"} {
 		if _, ok := sub.Properties[knob]; !ok {
 			t.Errorf("submit_report schema lacks %s", knob)
 		}

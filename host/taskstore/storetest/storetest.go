@@ -59,6 +59,11 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"NotifyFencing", testNotifyFencing},
 		{"ThreadEvents", testThreadEvents},
 		{"HasActive", testHasActive},
+		{"ClaimDueFairAcrossUsers", testClaimDueFairAcrossUsers},
+		{"ClaimDueCountsLiveLeases", testClaimDueCountsLiveLeases},
+		{"ClaimDuePerUserBound", testClaimDuePerUserBound},
+		{"TaskSlots", testTaskSlots},
+		{"ConcurrentTaskSlots", testConcurrentTaskSlots},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })

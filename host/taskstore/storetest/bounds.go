@@ -1,0 +1,212 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/host/taskstore"
+)
+
+// of makes a new task belong to userID.
+func of(userID string) func(*taskstore.NewTask) {
+	return func(nt *taskstore.NewTask) { nt.UserID = userID }
+}
+
+func claimPerUser(t *testing.T, s *taskstore.Store, now time.Time, owner string, limit, perUser int) []string {
+	t.Helper()
+	tasks, err := s.ClaimDuePerUser(context.Background(), now, owner, lease, limit, perUser)
+	if err != nil {
+		t.Fatalf("ClaimDuePerUser: %v", err)
+	}
+	return ids(tasks)
+}
+
+// testClaimDueFairAcrossUsers gives user-a a backlog due before user-b's
+// and user-c's only tasks: a claim still takes one task of each user per
+// turn, a user's tasks in due order.
+func testClaimDueFairAcrossUsers(t *testing.T, s *taskstore.Store) {
+	for i := range 6 {
+		create(t, s, newTask(fmt.Sprintf("a%d", i), of("user-a"), func(nt *taskstore.NewTask) {
+			nt.NextPollAt = at(time.Duration(i) * time.Millisecond)
+		}), at(0))
+	}
+	create(t, s, newTask("b0", of("user-b"), func(nt *taskstore.NewTask) { nt.NextPollAt = at(time.Second) }), at(0))
+	create(t, s, newTask("c0", of("user-c"), func(nt *taskstore.NewTask) { nt.NextPollAt = at(2 * time.Second) }), at(0))
+	create(t, s, newTask("c1", of("user-c"), func(nt *taskstore.NewTask) { nt.NextPollAt = at(time.Hour) }), at(0))
+
+	now := at(5 * time.Second)
+	if got, want := ids(claimDue(t, s, now, "owner", 4)), []string{"a0", "b0", "c0", "a1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("claim of 4 = %v, want %v (one per user per turn)", got, want)
+	}
+	// user-a now holds two live leases, so its next tasks rank behind
+	// nobody's but its own.
+	if got, want := ids(claimDue(t, s, now, "owner", 10)), []string{"a2", "a3", "a4", "a5"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("second claim = %v, want %v", got, want)
+	}
+}
+
+// testClaimDueCountsLiveLeases claims one task at a time, as a worker pool
+// whose workers free up one by one does: a user whose polls are in flight
+// waits behind a user who has none, however early its backlog is due.
+func testClaimDueCountsLiveLeases(t *testing.T, s *taskstore.Store) {
+	for i := range 5 {
+		create(t, s, newTask(fmt.Sprintf("a%d", i), of("user-a"), func(nt *taskstore.NewTask) {
+			nt.NextPollAt = at(time.Duration(i) * time.Millisecond)
+		}), at(0))
+	}
+	now := at(5 * time.Second)
+	if got := ids(claimDue(t, s, now, "owner", 3)); !reflect.DeepEqual(got, []string{"a0", "a1", "a2"}) {
+		t.Fatalf("first claim = %v", got)
+	}
+	create(t, s, newTask("b0", of("user-b"), func(nt *taskstore.NewTask) { nt.NextPollAt = at(4 * time.Second) }), at(0))
+	if got := ids(claimDue(t, s, now, "owner", 1)); !reflect.DeepEqual(got, []string{"b0"}) {
+		t.Fatalf("claim of one with user-a's polls in flight = %v, want [b0]", got)
+	}
+	if got := ids(claimDue(t, s, now, "owner", 1)); !reflect.DeepEqual(got, []string{"a3"}) {
+		t.Fatalf("next claim of one = %v, want [a3]", got)
+	}
+	// An expired lease is no longer in flight, and its task is due again.
+	later := now.Add(lease + time.Second)
+	create(t, s, newTask("b1", of("user-b"), func(nt *taskstore.NewTask) { nt.NextPollAt = later }), at(0))
+	if got, want := ids(claimDue(t, s, later, "owner", 3)), []string{"a0", "b0", "a1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("claim after the leases expired = %v, want %v", got, want)
+	}
+}
+
+// testClaimDuePerUserBound checks that no user holds more than perUser live
+// poll leases after a claim, while other users' tasks are still taken.
+func testClaimDuePerUserBound(t *testing.T, s *taskstore.Store) {
+	for i := range 4 {
+		create(t, s, newTask(fmt.Sprintf("a%d", i), of("user-a")), at(0))
+	}
+	create(t, s, newTask("b0", of("user-b"), func(nt *taskstore.NewTask) { nt.NextPollAt = at(time.Second) }), at(0))
+	now := at(5 * time.Second)
+	if got, want := claimPerUser(t, s, now, "owner", 10, 2), []string{"a0", "b0", "a1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("claim with a per-user bound of 2 = %v, want %v", got, want)
+	}
+	if got := claimPerUser(t, s, now, "owner", 10, 2); len(got) != 0 {
+		t.Fatalf("user-a at its bound: claim = %v, want none", got)
+	}
+	if got, want := claimPerUser(t, s, now, "owner", 10, 0), []string{"a2", "a3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("claim without a bound = %v, want %v", got, want)
+	}
+	if _, err := s.ClaimDuePerUser(context.Background(), now, "owner", lease, 1, -1); err == nil {
+		t.Error("a negative per-user bound: want an error")
+	}
+}
+
+func reserve(s *taskstore.Store, id, userID string, limit int, now time.Time) error {
+	return s.ReserveTaskSlot(context.Background(), id, userID, limit, now, time.Minute)
+}
+
+func wantLimit(t *testing.T, err error, limit int) {
+	t.Helper()
+	var le *taskstore.ActiveTaskLimitError
+	if !errors.As(err, &le) || le.Limit != limit {
+		t.Fatalf("error = %v, want an ActiveTaskLimitError of %d", err, limit)
+	}
+}
+
+// testTaskSlots checks what a user's active-task slots count: pollable tasks
+// and live reservations, not terminal tasks, not other users' tasks, not
+// released or expired reservations; and that Create turns a reservation into
+// its task without taking a second slot.
+func testTaskSlots(t *testing.T, s *taskstore.Store) {
+	ctx := context.Background()
+	const limit = 3
+	create(t, s, newTask("active-1"), at(0))
+	create(t, s, newTask("done", func(nt *taskstore.NewTask) { nt.Status = "completed" }), at(0))
+	create(t, s, newTask("other-user", of("user-2")), at(0))
+	create(t, s, newTask("other-user-2", of("user-2")), at(0))
+	create(t, s, newTask("other-user-3", of("user-2")), at(0))
+
+	if err := reserve(s, "r1", user, limit, at(0)); err != nil {
+		t.Fatalf("first reservation: %v", err)
+	}
+	create(t, s, newTask("r1"), at(0)) // consumes r1: still two slots taken
+	if err := reserve(s, "r2", user, limit, at(0)); err != nil {
+		t.Fatalf("third slot: %v", err)
+	}
+	wantLimit(t, reserve(s, "r3", user, limit, at(0)), limit)
+	wantLimit(t, reserve(s, "x", "user-2", limit, at(0)), limit)
+	if err := reserve(s, "y", "user-3", limit, at(0)); err != nil {
+		t.Fatalf("another user's reservation: %v", err)
+	}
+
+	if err := s.ReleaseTaskSlot(ctx, "r2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserve(s, "r3", user, limit, at(0)); err != nil {
+		t.Fatalf("after a release: %v", err)
+	}
+	wantLimit(t, reserve(s, "r4", user, limit, at(0)), limit)
+	// r3 (one minute) expires; a finished task frees its slot too.
+	if err := reserve(s, "r4", user, limit, at(time.Minute+time.Millisecond)); err != nil {
+		t.Fatalf("after the reservation expired: %v", err)
+	}
+	wantLimit(t, reserve(s, "r5", user, limit, at(2*time.Minute)), limit)
+	for _, a := range claimDue(t, s, at(2*time.Minute), "owner", 10) {
+		if a.ID == "active-1" && !apply(t, s, a.ID, "owner", a.LeaseToken, status("completed"), time.Time{}, at(2*time.Minute)) {
+			t.Fatal("apply was fenced")
+		}
+	}
+	if err := reserve(s, "r5", user, limit, at(2*time.Minute)); err != nil {
+		t.Fatalf("after a task completed: %v", err)
+	}
+
+	for _, tt := range []struct {
+		name, id, user string
+		limit          int
+		ttl            time.Duration
+	}{
+		{"limit 0", "z1", user, 0, time.Minute},
+		{"no ttl", "z2", user, 1, 0},
+		{"empty user", "z3", "", 1, time.Minute},
+		{"empty id", "", user, 1, time.Minute},
+	} {
+		if err := s.ReserveTaskSlot(ctx, tt.id, tt.user, tt.limit, at(0), tt.ttl); err == nil {
+			t.Errorf("%s: want an error", tt.name)
+		}
+	}
+}
+
+// testConcurrentTaskSlots races 16 reservations of one user for 5 free
+// slots: exactly 5 win, the others get an ActiveTaskLimitError.
+func testConcurrentTaskSlots(t *testing.T, s *taskstore.Store) {
+	const limit, racers = 6, 16
+	create(t, s, newTask("active"), at(0))
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		won     int
+		refused int
+		start   = make(chan struct{})
+	)
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			err := reserve(s, fmt.Sprintf("racer-%d", i), user, limit, at(0))
+			var le *taskstore.ActiveTaskLimitError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				won++
+			case errors.As(err, &le):
+				refused++
+			default:
+				t.Errorf("racer %d: %v", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if won != limit-1 || refused != racers-limit+1 {
+		t.Errorf("%d reservations won and %d were refused, want %d and %d", won, refused, limit-1, racers-limit+1)
+	}
+}
