@@ -49,8 +49,8 @@ func TestSessionsArePerUserAndThread(t *testing.T) {
 			t.Errorf("%s = %q, want %q as the agent sees it", k, alice1.Env[k], tmp)
 		}
 	}
-	if got := alice1.Env[toolcache.WorkspaceEnv]; got != want {
-		t.Errorf("%s = %q, want the thread workspace %q", toolcache.WorkspaceEnv, got, want)
+	if got := alice1.Env[toolcache.WorkspaceEnv]; got != "/mnt/user-data/workspace" {
+		t.Errorf("%s = %q, want the thread workspace %q as the agent sees it", toolcache.WorkspaceEnv, got, want)
 	}
 	if st, err := os.Stat(tmp); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("tmp dir %v, %v: want mode 0700", st, err)

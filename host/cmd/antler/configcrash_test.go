@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -68,8 +69,11 @@ func TestConfigWriteSurvivesHostKills(t *testing.T) {
 	for round := range 20 {
 		stop := make(chan struct{})
 		done := make(chan struct{})
-		go func() { // a writer that keeps replacing the set until the host dies
+		writing := make(chan struct{}) // closed once this host has acknowledged a PUT
+		go func() {                    // a writer that keeps replacing the set until the host dies
 			defer close(done)
+			var once sync.Once
+			defer once.Do(func() { close(writing) })
 			client := &http.Client{Timeout: 5 * time.Second}
 			for i := 0; ; i++ {
 				select {
@@ -86,10 +90,14 @@ func TestConfigWriteSurvivesHostKills(t *testing.T) {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					acked.Add(1)
+					once.Do(func() { close(writing) })
 				}
 			}
 		}()
-		time.Sleep(time.Duration(20+rand.IntN(200)) * time.Millisecond)
+		// Kill at a random moment once the host is writing, so every round
+		// interrupts a host that is in the middle of its stream of PUTs.
+		<-writing
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
 		_ = host.cmd.Process.Signal(syscall.SIGKILL)
 		_ = host.cmd.Wait()
 		close(stop)
