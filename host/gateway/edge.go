@@ -127,7 +127,9 @@ func stateChanging(method string) bool {
 }
 
 // checkEdge refuses what a web page could send: a Host this host does not
-// serve (DNS rebinding, 403), an Origin not in allowed_origins (403), and a
+// serve (DNS rebinding, 403), an Origin not in allowed_origins (403), a
+// request a browser marks as coming from another page (Sec-Fetch-Site other
+// than none or same-origin) without an allowed Origin (403), and a
 // state-changing or body-carrying request whose Content-Type is not
 // application/json (415), which no cross-site simple request can be. It runs
 // before authentication on every route, /healthz and any later /mcp included.
@@ -137,11 +139,18 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 		if !s.hostAllowed(req.Host) {
 			return fail(c, http.StatusForbidden, "the Host header does not name this host; add the name to http.allowed_hosts in the settings")
 		}
-		if origins := req.Header.Values(echo.HeaderOrigin); len(origins) > 0 {
+		origins := req.Header.Values(echo.HeaderOrigin)
+		if len(origins) > 0 {
 			n, err := settings.NormalizeOrigin(origins[0])
 			if len(origins) > 1 || err != nil || !s.edge.origins[n] {
 				return fail(c, http.StatusForbidden, "cross-origin request refused: the Origin is not in http.allowed_origins")
 			}
+		} else if site := req.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
+			// A no-cors GET (an <img>, a <script>, a link) carries no
+			// Origin, but a browser marks it with Sec-Fetch-Site: such a
+			// request from another page (another port of localhost is
+			// "same-site") could still start servers or hold streams.
+			return fail(c, http.StatusForbidden, "cross-site request refused: Sec-Fetch-Site is %s and the request names no allowed Origin", site)
 		}
 		if stateChanging(req.Method) || req.ContentLength != 0 {
 			mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))

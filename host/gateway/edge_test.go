@@ -130,6 +130,8 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		{"Origin evil.example", edgeRequest{method: "POST", path: call, body: writeCall("origin"), contentType: "application/json", origin: "http://evil.example"}, "origin", 403, "allowed_origins"},
 		{"Origin null (sandboxed frame)", edgeRequest{method: "POST", path: "/api/mcp/config/servers", body: addServer, contentType: "application/json", origin: "null"}, "", 403, "allowed_origins"},
 		{"Origin of the host itself is still a page", edgeRequest{method: "GET", path: "/api/mcp/tools", origin: "http://127.0.0.1:" + port}, "", 403, "allowed_origins"},
+		{"no-cors GET from another page (an <img>): event stream", edgeRequest{method: "GET", path: "/api/threads/t1/mcp-tasks/events", header: map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}}, "", 403, "Sec-Fetch-Site"},
+		{"no-cors GET from another port of localhost (same-site)", edgeRequest{method: "GET", path: "/api/mcp/tools", header: map[string]string{"Sec-Fetch-Site": "same-site"}}, "", 403, "Sec-Fetch-Site"},
 		{"preflight from evil.example", edgeRequest{method: "OPTIONS", path: call, origin: "http://evil.example", header: map[string]string{"Access-Control-Request-Method": "POST"}}, "", 403, "allowed_origins"},
 
 		{"a client's JSON call", edgeRequest{method: "POST", path: "/api/mcp/tools/d_echo/call", body: `{"arguments":{"message":"hi"}}`, contentType: "application/json; charset=utf-8"}, "", 200, "Echo: hi"},
@@ -137,6 +139,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		{"Host [::1]", edgeRequest{method: "GET", path: "/api/mcp/tools", host: "[::1]:" + port}, "", 200, "d_echo"},
 		{"body-less cache reset as JSON", edgeRequest{method: "POST", path: "/api/mcp/cache/reset", contentType: "application/json"}, "", 200, "cache reset"},
 		{"healthz", edgeRequest{method: "GET", path: "/healthz"}, "", 200, "ok"},
+		{"a typed-in address (Sec-Fetch-Site none)", edgeRequest{method: "GET", path: "/api/mcp/tools", header: map[string]string{"Sec-Fetch-Site": "none"}}, "", 200, "d_echo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := sendEdge(t, addr, tc.req)
@@ -184,6 +187,8 @@ func TestAllowedHostsAndOrigins(t *testing.T) {
 		{"allowed origin", get("", "https://app.example.com"), 200, "https://app.example.com"},
 		{"allowed origin's preflight", edgeRequest{method: "OPTIONS", path: "/api/mcp/tools/x/call", origin: "https://app.example.com",
 			header: map[string]string{"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}}, 204, "https://app.example.com"},
+		{"allowed origin, marked cross-site", edgeRequest{method: "GET", path: "/api/mcp/tools", origin: "https://app.example.com", key: "k-alice",
+			header: map[string]string{"Sec-Fetch-Site": "cross-site"}}, 200, "https://app.example.com"},
 		{"other origin", get("", "http://evil.example"), 403, ""},
 		{"allowed origin over http", get("", "http://app.example.com"), 403, ""},
 		{"listed host", get("antler.internal:9000", ""), 200, ""},
