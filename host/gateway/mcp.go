@@ -151,10 +151,12 @@ func (s *Server) servers(c echo.Context) error {
 		body["config_path"], body["servers"] = snap.ConfigPath, statuses
 		return c.JSON(http.StatusOK, body)
 	}
-	// Where the host keeps its config and how many sessions other users
-	// hold are host internals: a non-admin gets neither.
+	// Where the host keeps its config, how many sessions other users hold
+	// and what a failed process or connection said are host internals: a
+	// non-admin gets the kind of failure only.
 	views := make([]agentServerStatus, len(statuses))
 	for i, st := range statuses {
+		st.Error = st.PublicError
 		views[i] = agentServerStatus{ServerStatus: st}
 	}
 	body["servers"] = views

@@ -20,7 +20,9 @@ import (
 // /api/mcp/servers and gets neither the config file's path nor a session
 // count (hers or anyone's), while an admin gets both.
 func TestServersHidesHostInternalsFromAgents(t *testing.T) {
-	cfg := writeTemp(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, testmcp.Build(t)))
+	cfg := writeTemp(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q},
+		"gone": {"command": "/opt/secret-vendor/bin/mcp-server"},
+		"down": {"type": "http", "url": "http://127.0.0.1:1/internal/admin/mcp"}}}`, testmcp.Build(t)))
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
 	auth := principal.New([]settings.Key{
@@ -50,21 +52,30 @@ func TestServersHidesHostInternalsFromAgents(t *testing.T) {
 	for _, key := range []string{"alice-key", "bob-key"} {
 		t.Run("agent "+key, func(t *testing.T) {
 			body := raw(key)
-			if strings.Contains(body, cfg) || strings.Contains(body, "config_path") || strings.Contains(body, "sessions") {
+			if strings.Contains(body, cfg) || strings.Contains(body, "config_path") || strings.Contains(body, "sessions") ||
+				strings.Contains(body, "secret-vendor") || strings.Contains(body, "internal/admin") || strings.Contains(body, "127.0.0.1") {
 				t.Errorf("an agent saw host internals: %s", body)
 			}
 			code, res := a.as(key).do("GET", "/api/mcp/servers", "")
 			servers, _ := res["servers"].([]any)
-			if code != 200 || len(servers) != 1 || servers[0].(map[string]any)["state"] != "connected" || servers[0].(map[string]any)["tools"] != 8.0 {
-				t.Errorf("agent view: %d %v, want the server's state and tools", code, res)
+			if code != 200 || len(servers) != 3 || servers[0].(map[string]any)["state"] != "connected" || servers[0].(map[string]any)["tools"] != 8.0 {
+				t.Fatalf("agent view: %d %v, want the server's state and tools", code, res)
+			}
+			for i, want := range map[int]string{1: "the server's process could not be started", 2: "the server refused the connection"} {
+				if st := servers[i].(map[string]any); st["state"] != "failed" || st["error"] != want {
+					t.Errorf("agent view of a failed server: %v, want the error %q", st, want)
+				}
 			}
 		})
 	}
 	t.Run("admin", func(t *testing.T) {
 		code, res := a.as("admin-key").do("GET", "/api/mcp/servers", "")
 		servers, _ := res["servers"].([]any)
-		if code != 200 || res["config_path"] != cfg || len(servers) != 1 || servers[0].(map[string]any)["sessions"] != 1.0 {
-			t.Errorf("admin view: %d %v, want config_path and 1 session", code, res)
+		if code != 200 || res["config_path"] != cfg || len(servers) != 3 || servers[0].(map[string]any)["sessions"] != 1.0 {
+			t.Fatalf("admin view: %d %v, want config_path and 1 session", code, res)
+		}
+		if e, _ := servers[1].(map[string]any)["error"].(string); !strings.Contains(e, "/opt/secret-vendor/bin/mcp-server") {
+			t.Errorf("admin view of the failed process: %q, want the reason", e)
 		}
 	})
 }

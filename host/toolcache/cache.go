@@ -12,12 +12,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/antler-mcp/antler/host/config"
@@ -561,7 +564,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		r := results[i]
 		if r.err != nil {
 			st.State = StateFailed
-			st.Error = discoveryReason(srv, r.err)
+			st.Error, st.PublicError = discoveryReason(srv, r.err)
 			log.Warn("skipping MCP server after tool discovery failed", "server", srv.Name, "error", st.Error)
 			snap.Servers = append(snap.Servers, st)
 			continue
@@ -581,6 +584,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		if len(missing) > 0 {
 			st.State = StateFailed
 			st.Error = fmt.Sprintf("MCP server '%s' task_toolsets reference missing raw tool(s): %s", srv.Name, strings.Join(missing, ", "))
+			st.PublicError = st.Error
 			log.Warn("MCP server misconfigured", "server", srv.Name, "error", st.Error)
 			ep.close()
 			delete(snap.endpoints, srv.Name)
@@ -671,14 +675,24 @@ func keys(p config.Pairs) []string {
 	return out
 }
 
-// discoveryReason turns a discovery failure into a message without secrets.
-func discoveryReason(srv *config.Server, err error) string {
+// discoveryReason turns a discovery failure into a message without secrets,
+// for admins, and a coarser one for everyone else: a process's or a
+// connection's error names host paths, binaries and internal URLs.
+func discoveryReason(srv *config.Server, err error) (detail, public string) {
 	var fe *config.FieldError
 	switch {
 	case errors.As(err, &fe):
-		return fe.Error()
+		return fe.Error(), fe.Error()
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("tool discovery timed out after %s", srv.SessionInitTimeout)
+		msg := fmt.Sprintf("tool discovery timed out after %s", srv.SessionInitTimeout)
+		return msg, msg
 	}
-	return truncate(Redact(err.Error()), 500)
+	detail = truncate(Redact(err.Error()), 500)
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		return detail, "the server's process could not be started"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return detail, "the server refused the connection"
+	}
+	return detail, "tool discovery failed"
 }

@@ -57,10 +57,13 @@ type Conflict struct {
 
 // ServerStatus is one enabled server's discovery outcome.
 type ServerStatus struct {
-	Name            string     `json:"name"`
-	Transport       string     `json:"transport"`
-	State           string     `json:"state"`
-	Error           string     `json:"error,omitempty"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     string `json:"state"`
+	Error     string `json:"error,omitempty"`
+	// PublicError is Error as non-admins see it: the kind of failure,
+	// without the host paths, binaries or URLs a process error names.
+	PublicError     string     `json:"-"`
 	Tools           int        `json:"tools"`
 	ProtocolVersion string     `json:"protocol_version,omitempty"`
 	Conflicts       []Conflict `json:"conflicts,omitempty"`
