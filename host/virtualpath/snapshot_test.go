@@ -188,3 +188,23 @@ func TestSnapshotTooManyFiles(t *testing.T) {
 		t.Fatalf("Snapshot has %d files, want %d", len(snap), 20001-201)
 	}
 }
+
+// Folders count towards the bound too: a tree of empty folders, which an
+// agent can make with one tool call after another, is not walked past it.
+func TestSnapshotTooManyFolders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 20001 folders")
+	}
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.ws, "a.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20001 {
+		if err := os.Mkdir(filepath.Join(e.ws, "d"+strconv.Itoa(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if snap := virtualpath.Snapshot(e.ws); snap != nil {
+		t.Fatalf("Snapshot has %d files, want nil", len(snap))
+	}
+}

@@ -35,7 +35,9 @@ var excluded = map[string]bool{
 	".venv": true, ".browser-frames": true, ".tool-results": true, "node_modules": true, "__pycache__": true,
 }
 
-// maxFiles bounds a snapshot; a larger workspace is not tracked.
+// maxFiles bounds a snapshot, counting the folders walked as well as the
+// files recorded; a larger workspace is not tracked (an agent could
+// otherwise make every call walk an unbounded tree of empty folders).
 const maxFiles = 20000
 
 // Stamp is a file's modification time and size.
@@ -45,9 +47,10 @@ type Stamp struct {
 }
 
 // Snapshot records the regular files under dir (excluded folders skipped).
-// It returns nil when dir holds more than maxFiles files.
+// It returns nil when dir holds more than maxFiles files and folders.
 func Snapshot(dir string) map[string]Stamp {
 	out := map[string]Stamp{}
+	dirs := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
@@ -55,6 +58,9 @@ func Snapshot(dir string) map[string]Stamp {
 		if d.IsDir() {
 			if p != dir && excluded[d.Name()] {
 				return filepath.SkipDir
+			}
+			if dirs++; dirs+len(out) > maxFiles {
+				return filepath.SkipAll
 			}
 			return nil
 		}
@@ -66,12 +72,12 @@ func Snapshot(dir string) map[string]Stamp {
 			return nil
 		}
 		out[p] = Stamp{ModTime: info.ModTime().UnixNano(), Size: info.Size()}
-		if len(out) > maxFiles {
+		if dirs+len(out) > maxFiles {
 			return filepath.SkipAll
 		}
 		return nil
 	})
-	if err != nil || len(out) > maxFiles {
+	if err != nil || dirs+len(out) > maxFiles {
 		return nil
 	}
 	return out
