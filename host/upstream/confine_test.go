@@ -183,20 +183,7 @@ func TestNpxSpellingsInWorkspaceReadNoAgentFile(t *testing.T) {
 			for _, a := range workspaceAttacks {
 				plantInto(t, ws, canary, a)
 			}
-			conn, log, err := dialIn(t, ws, tc.command, tc.args, env, true)
-			if err != nil {
-				t.Fatalf("confined %s did not start: %v\n%s", tc.command, err, log)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			tools, err := conn.ListTools(ctx)
-			conn.Close()
-			if err != nil || len(tools) == 0 {
-				t.Fatalf("tools %d, %v", len(tools), err)
-			}
-			if b, err := os.ReadFile(canary); err == nil {
-				t.Fatalf("the agent's files ran: %q\n%s", b, log)
-			}
+			confinedListsTools(t, ws, canary, tc.command, tc.args, env)
 		})
 	}
 }
@@ -320,25 +307,9 @@ func TestRelativeServerFileInWorkspaceNotRun(t *testing.T) {
 				return ws, canary
 			}
 			ws, canary := plantFile()
-			conn, log, err := dialIn(t, ws, tc.command, tc.args, nil, true)
-			if b, err := os.ReadFile(canary); err == nil {
-				t.Fatalf("the agent's file ran: %q\n%s", b, log)
-			}
-			if err != nil {
-				t.Fatalf("confined %s did not start: %v\n%s", tc.command, err, log)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			tools, err := conn.ListTools(ctx)
-			conn.Close()
-			if err != nil || len(tools) == 0 {
-				t.Fatalf("tools %d, %v\n%s", len(tools), err, log)
-			}
+			confinedListsTools(t, ws, canary, tc.command, tc.args, nil)
 			if _, err := os.Stat(filepath.Join(ws, "started-in")); err != nil {
 				t.Errorf("the server's relative output is not in the workspace: %v", err)
-			}
-			if b, err := os.ReadFile(canary); err == nil {
-				t.Fatalf("the agent's file ran: %q\n%s", b, log)
 			}
 
 			ws, canary = plantFile()
@@ -349,5 +320,28 @@ func TestRelativeServerFileInWorkspaceNotRun(t *testing.T) {
 				t.Errorf("control: the agent's file did not run without the confinement (canary %q, %v); the test proves nothing", b, err)
 			}
 		})
+	}
+}
+
+// confinedListsTools starts command with args in the workspace ws, confined,
+// and fails t unless the server lists tools and the agent's canary is absent.
+func confinedListsTools(t *testing.T, ws, canary, command string, args []string, env map[string]string) {
+	t.Helper()
+	conn, log, err := dialIn(t, ws, command, args, env, true)
+	if b, err := os.ReadFile(canary); err == nil {
+		t.Fatalf("the agent's files ran: %q\n%s", b, log)
+	}
+	if err != nil {
+		t.Fatalf("confined %s did not start: %v\n%s", command, err, log)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := conn.ListTools(ctx)
+	conn.Close()
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("tools %d, %v\n%s", len(tools), err, log)
+	}
+	if b, err := os.ReadFile(canary); err == nil {
+		t.Fatalf("the agent's files ran: %q\n%s", b, log)
 	}
 }
