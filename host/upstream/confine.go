@@ -18,12 +18,24 @@ import (
 // there, and puts node_modules/.bin of the working directory and of each
 // parent first on the PATH of the server it starts; uv reads uv.toml,
 // pyproject.toml and .python-version from the working directory and its
-// parents, and Python puts the working directory first on sys.path.
+// parents, and Python puts the working directory first on sys.path. A
+// relative script argument (`node server.js`) names a file in it.
 //
 // confine keeps the working directory (a server's relative output still
 // lands in the workspace) and moves everything the launcher would read from
 // it to places no agent can write:
 //   - every child's PATH loses its empty and relative entries;
+//   - every child gets PYTHONSAFEPATH=1, so a Python (3.11 or later) anywhere
+//     in the tree does not put the working directory (`-m`, `-c`) or a
+//     script's folder first on sys.path, where a workspace module would
+//     shadow the one the server imports;
+//   - the command, when it is a relative path with a slash (`./server`), and
+//     each argument that does not start with '-', is relative, and names an
+//     existing file (not a folder) relative to the host's working directory
+//     (where discovery ran the server) is made absolute there, so `node
+//     server.js` runs the host's file and never an agent's copy in the
+//     workspace. Folders stay relative: `.` is how a server is told to serve
+//     its working directory, the workspace. `--flag=value` is left alone;
 //   - npx (and npm) gets `--prefix=<folder nobody can write into>` as its first
 //     argument: npm's local prefix, so its project .npmrc, package.json,
 //     node_modules and local bins are looked up there and never in the
@@ -32,11 +44,10 @@ import (
 //     workspace's node_modules/.bin folders (and relative entries) from PATH
 //     before the server's command is looked up, so neither the bin nor the
 //     `node` of its #! line can come from the workspace;
-//   - uvx gets UV_NO_CONFIG=1 (no uv.toml, pyproject.toml or
-//     .python-version is discovered) and PYTHONSAFEPATH=1 (the working
-//     directory is not put on sys.path). This follows uv's documented
-//     configuration discovery; uv itself is not run by the tests. `uv run`
-//     is not covered: it treats its working directory as a project.
+//   - uvx and uv get UV_NO_CONFIG=1 (no uv.toml, pyproject.toml or
+//     .python-version is discovered) and UV_NO_PROJECT=1 (`uv run` does not
+//     take the workspace as its project). This follows uv's documented
+//     configuration discovery; uv itself is not run by the tests.
 //
 // Each addition yields to the operator's own setting in env or args: the
 // operator, never an agent, writes those.
@@ -48,6 +59,12 @@ func (c *Conn) confine(cmd *exec.Cmd, name string, env []string) error {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			cmd.Env[i] = "PATH=" + absolutePath(v)
 		}
+	}
+	if err := hostPaths(cmd); err != nil {
+		return err
+	}
+	if !envHas(env, "PYTHONSAFEPATH") {
+		cmd.Env = append(cmd.Env, "PYTHONSAFEPATH=1")
 	}
 	switch filepath.Base(name) {
 	case "npx", "npm":
@@ -63,12 +80,38 @@ func (c *Conn) confine(cmd *exec.Cmd, name string, env []string) error {
 			}
 			cmd.Env = append(cmd.Env, "npm_config_script_shell="+shell)
 		}
-	case "uvx":
+	case "uvx", "uv":
 		if !envHas(env, "UV_NO_CONFIG") && !envHas(env, "UV_CONFIG_FILE") {
 			cmd.Env = append(cmd.Env, "UV_NO_CONFIG=1")
 		}
-		if !envHas(env, "PYTHONSAFEPATH") {
-			cmd.Env = append(cmd.Env, "PYTHONSAFEPATH=1")
+		if !envHas(env, "UV_NO_PROJECT") && !envHas(env, "UV_PROJECT") {
+			cmd.Env = append(cmd.Env, "UV_NO_PROJECT=1")
+		}
+	}
+	return nil
+}
+
+// hostPaths makes cmd's relative command path (one with a slash) and each
+// relative argument that names an existing file in the host's working
+// directory absolute there, before the child starts in the workspace: the
+// server runs the files discovery ran, never a same-named one an agent wrote
+// into the workspace. Arguments starting with '-' and folders stay as
+// written (see confine).
+func hostPaths(cmd *exec.Cmd) error {
+	host, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("workspace launch: the host's working directory: %w", err)
+	}
+	if !filepath.IsAbs(cmd.Path) && strings.ContainsRune(cmd.Path, filepath.Separator) {
+		cmd.Path = filepath.Join(host, cmd.Path)
+	}
+	for i, a := range cmd.Args[1:] {
+		if a == "" || strings.HasPrefix(a, "-") || filepath.IsAbs(a) {
+			continue
+		}
+		p := filepath.Join(host, a)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			cmd.Args[i+1] = p
 		}
 	}
 	return nil

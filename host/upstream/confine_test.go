@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testnpm"
 )
 
@@ -182,20 +183,165 @@ func TestNpxSpellingsInWorkspaceReadNoAgentFile(t *testing.T) {
 			for _, a := range workspaceAttacks {
 				plantInto(t, ws, canary, a)
 			}
-			conn, log, err := dialIn(t, ws, tc.command, tc.args, env, true)
-			if err != nil {
-				t.Fatalf("confined %s did not start: %v\n%s", tc.command, err, log)
+			confinedListsTools(t, ws, canary, tc.command, tc.args, env)
+		})
+	}
+}
+
+// pyServer is a minimal real MCP stdio server in Python: it answers
+// initialize, lists one tool, and on tools/call writes a file relative to
+// its working directory.
+const pyServer = `import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    if "id" not in req:
+        continue
+    m = req.get("method")
+    if m == "initialize":
+        res = {"protocolVersion": req["params"]["protocolVersion"], "capabilities": {"tools": {}},
+               "serverInfo": {"name": "x", "version": "1"}}
+    elif m == "tools/list":
+        res = {"tools": [{"name": "write", "description": "writes from-python.txt", "inputSchema": {"type": "object"}}]}
+    elif m == "tools/call":
+        with open("from-python.txt", "w") as f:
+            f.write("relative output")
+        res = {"content": [{"type": "text", "text": "ok"}]}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": res}), flush=True)
+`
+
+// An operator's `python3 -m mcp_server_x` (the module on PYTHONPATH) with no
+// cwd, after an agent wrote mcp_server_x.py into the workspace: the
+// confined launch imports the operator's module (it answers and writes its
+// relative output into the workspace) and not the agent's (no canary). The
+// control, the same launch without the confinement, runs the agent's module.
+func TestPythonModuleInWorkspaceNotImported(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	lib := t.TempDir()
+	if err := os.WriteFile(filepath.Join(lib, "mcp_server_x.py"), []byte(pyServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"PYTHONPATH": lib}
+	args := []string{"-m", "mcp_server_x"}
+	plantModule := func() (ws, canary string) {
+		ws, canary = t.TempDir(), filepath.Join(t.TempDir(), "canary")
+		body := fmt.Sprintf("open(%q, 'a').write('PWNED\\n')\n", canary)
+		if err := os.WriteFile(filepath.Join(ws, "mcp_server_x.py"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return ws, canary
+	}
+
+	ws, canary := plantModule()
+	conn, log, err := dialIn(t, ws, "python3", args, env, true)
+	if b, err := os.ReadFile(canary); err == nil {
+		t.Fatalf("the agent's module was imported: %q\n%s", b, log)
+	}
+	if err != nil {
+		t.Fatalf("confined python3 -m did not start: %v\n%s", err, log)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = conn.CallTool(ctx, "write", json.RawMessage(`{}`), nil)
+	conn.Close()
+	if err != nil {
+		t.Fatalf("write: %v\n%s", err, log)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "from-python.txt")); err != nil || string(b) != "relative output" {
+		t.Errorf("the server's relative output is not in the workspace: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(canary); err == nil {
+		t.Fatalf("the agent's module was imported: %q\n%s", b, log)
+	}
+
+	ws, canary = plantModule()
+	if conn, _, err := dialIn(t, ws, "python3", args, env, false); err == nil {
+		conn.Close()
+	}
+	if b, err := os.ReadFile(canary); err != nil || len(b) == 0 {
+		t.Errorf("control: the workspace module was not imported without the confinement (canary %q, %v); the test proves nothing", b, err)
+	}
+}
+
+// A server whose command or script is a path relative to the host's
+// working directory (where discovery runs it), with no cwd, after an agent
+// wrote a same-named file into the workspace: the confined launch runs the
+// host's file (the demo server answers; the script's relative output lands
+// in the workspace) and not the agent's (no canary). The control runs the
+// same launch without the confinement, where the agent's copy runs.
+func TestRelativeServerFileInWorkspaceNotRun(t *testing.T) {
+	demo := testmcp.Build(t)
+	host := t.TempDir()
+	sh := fmt.Sprintf("#!/bin/sh\npwd > started-in\nexec %q\n", demo)
+	js := fmt.Sprintf("require('fs').writeFileSync('started-in', process.cwd())\n"+
+		"const r = require('child_process').spawnSync(%q, {stdio: 'inherit'})\nprocess.exit(r.status ?? 1)\n", demo)
+	for name, body := range map[string]string{"server": sh, "server.sh": sh, "server.js": js} {
+		if err := os.WriteFile(filepath.Join(host, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(host) // the host's working directory; not parallel
+	for _, tc := range []struct {
+		command string
+		args    []string
+		planted string // the file the agent writes, same name as the host's
+		agent   func(canary string) string
+	}{
+		{"./server", nil, "server", func(c string) string { return fmt.Sprintf("#!/bin/sh\necho PWNED >> %q\n", c) }},
+		{"sh", []string{"server.sh"}, "server.sh", func(c string) string { return fmt.Sprintf("echo PWNED >> %q\n", c) }},
+		{"node", []string{"server.js"}, "server.js", func(c string) string {
+			return fmt.Sprintf("require('fs').appendFileSync(%q, 'PWNED\\n')\n", c)
+		}},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			plantFile := func() (ws, canary string) {
+				ws, canary = t.TempDir(), filepath.Join(t.TempDir(), "canary")
+				if err := os.WriteFile(filepath.Join(ws, tc.planted), []byte(tc.agent(canary)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return ws, canary
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			tools, err := conn.ListTools(ctx)
-			conn.Close()
-			if err != nil || len(tools) == 0 {
-				t.Fatalf("tools %d, %v", len(tools), err)
+			ws, canary := plantFile()
+			confinedListsTools(t, ws, canary, tc.command, tc.args, nil)
+			if _, err := os.Stat(filepath.Join(ws, "started-in")); err != nil {
+				t.Errorf("the server's relative output is not in the workspace: %v", err)
 			}
-			if b, err := os.ReadFile(canary); err == nil {
-				t.Fatalf("the agent's files ran: %q\n%s", b, log)
+
+			ws, canary = plantFile()
+			if conn, _, err := dialIn(t, ws, tc.command, tc.args, nil, false); err == nil {
+				conn.Close()
+			}
+			if b, err := os.ReadFile(canary); err != nil || len(b) == 0 {
+				t.Errorf("control: the agent's file did not run without the confinement (canary %q, %v); the test proves nothing", b, err)
 			}
 		})
+	}
+}
+
+// confinedListsTools starts command with args in the workspace ws, confined,
+// and fails t unless the server lists tools and the agent's canary is absent.
+func confinedListsTools(t *testing.T, ws, canary, command string, args []string, env map[string]string) {
+	t.Helper()
+	conn, log, err := dialIn(t, ws, command, args, env, true)
+	if b, err := os.ReadFile(canary); err == nil {
+		t.Fatalf("the agent's files ran: %q\n%s", b, log)
+	}
+	if err != nil {
+		t.Fatalf("confined %s did not start: %v\n%s", command, err, log)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := conn.ListTools(ctx)
+	conn.Close()
+	if err != nil || len(tools) == 0 {
+		t.Fatalf("tools %d, %v\n%s", len(tools), err, log)
+	}
+	if b, err := os.ReadFile(canary); err == nil {
+		t.Fatalf("the agent's files ran: %q\n%s", b, log)
 	}
 }

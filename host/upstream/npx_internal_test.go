@@ -276,9 +276,10 @@ func fakeLauncher(t *testing.T, name string) (path, record string) {
 }
 
 // The child a workspace launch runs, recorded by a fake launcher found on
-// PATH: npx and npm get the local prefix first and the script shell, uvx
-// gets UV_NO_CONFIG and PYTHONSAFEPATH; each yields to the operator's setting;
-// outside a host-chosen workspace, and for other commands, nothing is added.
+// PATH: every command gets PYTHONSAFEPATH, npx and npm get the local prefix
+// first and the script shell, uvx and uv get UV_NO_CONFIG and UV_NO_PROJECT;
+// each yields to the operator's setting; outside a host-chosen workspace
+// nothing is added.
 // The working directory stays the workspace.
 func TestConfinedLauncherEnv(t *testing.T) {
 	prefix, err := npxLocalPrefix()
@@ -298,23 +299,27 @@ func TestConfinedLauncherEnv(t *testing.T) {
 		unwanted  []string // line prefixes it must not have
 	}{
 		{"npx", "npx", nil, false,
-			[]string{"arg=--prefix=" + prefix, "arg=-y", "arg=pkg", "npm_config_script_shell=" + shell}, nil},
+			[]string{"arg=--prefix=" + prefix, "arg=-y", "arg=pkg", "npm_config_script_shell=" + shell, "PYTHONSAFEPATH=1"}, nil},
 		{"npx, operator script shell", "npx", []string{"NPM_CONFIG_SCRIPT_SHELL=/bin/bash"}, false,
 			[]string{"arg=--prefix=" + prefix, "NPM_CONFIG_SCRIPT_SHELL=/bin/bash"}, []string{"npm_config_script_shell="}},
 		{"npx, not confined", "npx", nil, true,
-			[]string{"arg=-y"}, []string{"arg=--prefix", "npm_config_script_shell="}},
+			[]string{"arg=-y"}, []string{"arg=--prefix", "npm_config_script_shell=", "PYTHONSAFEPATH="}},
 		{"uvx", "uvx", nil, false,
-			[]string{"UV_NO_CONFIG=1", "PYTHONSAFEPATH=1", "arg=-y"}, []string{"arg=--prefix"}},
+			[]string{"UV_NO_CONFIG=1", "UV_NO_PROJECT=1", "PYTHONSAFEPATH=1", "arg=-y"}, []string{"arg=--prefix"}},
 		{"npm", "npm", nil, false, []string{"arg=--prefix=" + prefix, "arg=-y", "npm_config_script_shell=" + shell}, nil},
-		{"uv is not uvx", "uv", nil, false, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH="}},
+		{"uv", "uv", nil, false, []string{"UV_NO_CONFIG=1", "UV_NO_PROJECT=1", "PYTHONSAFEPATH=1", "arg=-y", "arg=pkg"}, []string{"arg=--prefix"}},
+		{"uv, operator project", "uv", []string{"UV_PROJECT=/srv/tool", "UV_NO_CONFIG=0", "PYTHONSAFEPATH=0"}, false,
+			[]string{"UV_PROJECT=/srv/tool", "UV_NO_CONFIG=0", "PYTHONSAFEPATH=0"}, []string{"UV_NO_PROJECT=", "UV_NO_CONFIG=1", "PYTHONSAFEPATH=1"}},
+		{"uv, not confined", "uv", nil, true, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "UV_NO_PROJECT=", "PYTHONSAFEPATH="}},
 		{"uvx, operator config file", "uvx", []string{"UV_CONFIG_FILE=/etc/antler/uv.toml", "PYTHONSAFEPATH="}, false,
 			[]string{"UV_CONFIG_FILE=/etc/antler/uv.toml", "PYTHONSAFEPATH="}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH=1"}},
 		{"uvx, operator UV_NO_CONFIG", "uvx", []string{"UV_NO_CONFIG=0"}, false,
 			[]string{"UV_NO_CONFIG=0", "PYTHONSAFEPATH=1"}, []string{"UV_NO_CONFIG=1"}},
-		{"uvx, not confined", "uvx", nil, true, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH="}},
+		{"uvx, not confined", "uvx", nil, true, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "UV_NO_PROJECT=", "PYTHONSAFEPATH="}},
 		{"relative PATH entries", "node", []string{"PATH=.::bin:/usr/bin:/bin"}, false, []string{"PATH=/usr/bin:/bin"}, []string{"PATH=."}},
 		{"relative PATH entries, not confined", "node", []string{"PATH=.::bin:/usr/bin:/bin"}, true, []string{"PATH=.::bin:/usr/bin:/bin"}, nil},
-		{"other command", "node", nil, false, []string{"arg=pkg"}, []string{"UV_NO_CONFIG=", "PYTHONSAFEPATH=", "arg=--prefix", "npm_config_script_shell="}},
+		{"other command", "node", nil, false, []string{"arg=pkg", "PYTHONSAFEPATH=1"}, []string{"UV_NO_CONFIG=", "UV_NO_PROJECT=", "arg=--prefix", "npm_config_script_shell="}},
+		{"other command, operator PYTHONSAFEPATH", "python3", []string{"PYTHONSAFEPATH="}, false, []string{"PYTHONSAFEPATH="}, []string{"PYTHONSAFEPATH=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			launcher, record := fakeLauncher(t, tc.launcher)
@@ -403,6 +408,55 @@ func TestNpxScriptShellCleansPath(t *testing.T) {
 			}
 			if string(out) != tc.want {
 				t.Errorf("PATH\n%s\nbecame\n%s\nwant\n%s", tc.path, out, tc.want)
+			}
+		})
+	}
+}
+
+// hostPaths rewrites, against the host's working directory, a relative
+// command with a slash and each relative argument naming an existing file
+// there; flags, `--flag=value`, folders, absolute paths and names missing
+// from the host's folder stay as written.
+func TestRelativeArgsResolvedOnHost(t *testing.T) {
+	host := t.TempDir()
+	for _, f := range []string{"server.js", "sub/s.py"} {
+		p := filepath.Join(host, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(host, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(host)
+	for _, tc := range []struct {
+		name, command string
+		args          []string
+		wantPath      string
+		wantArgs      []string
+	}{
+		{"script argument", "node", []string{"server.js", "--port", "1"}, "",
+			[]string{"node", filepath.Join(host, "server.js"), "--port", "1"}},
+		{"nested and dotted", "python3", []string{"./sub/s.py", "sub/../server.js"}, "",
+			[]string{"python3", filepath.Join(host, "sub", "s.py"), filepath.Join(host, "server.js")}},
+		{"left alone", "node", []string{"-e", "--x=server.js", ".", "data", "missing.js", "/abs/server.js", ""}, "",
+			[]string{"node", "-e", "--x=server.js", ".", "data", "missing.js", "/abs/server.js", ""}},
+		{"relative command", "./bin/server", []string{"server.js"}, filepath.Join(host, "bin", "server"),
+			[]string{"./bin/server", filepath.Join(host, "server.js")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(tc.command, tc.args...)
+			if err := hostPaths(cmd); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantPath != "" && cmd.Path != tc.wantPath {
+				t.Errorf("path %q, want %q", cmd.Path, tc.wantPath)
+			}
+			if !slices.Equal(cmd.Args, tc.wantArgs) {
+				t.Errorf("args %q, want %q", cmd.Args, tc.wantArgs)
 			}
 		})
 	}
