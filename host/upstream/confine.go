@@ -63,7 +63,7 @@ func (c *Conn) confine(cmd *exec.Cmd, name string, env []string) error {
 	if err := hostPaths(cmd); err != nil {
 		return err
 	}
-	if !envHas(env, "PYTHONSAFEPATH") {
+	if !envHas(env, "PYTHONSAFEPATH") && !pythonScript(name, cmd.Args[1:]) {
 		cmd.Env = append(cmd.Env, "PYTHONSAFEPATH=1")
 	}
 	switch filepath.Base(name) {
@@ -223,3 +223,33 @@ var npxScriptShell = sync.OnceValues(func() (string, error) {
 	}
 	return path, nil
 })
+
+// pythonScript reports whether command is a Python interpreter run on a
+// script file (`python3 /srv/server.py`), as opposed to `-m`, `-c` or
+// standard input. Python then puts the script's own folder, not the working
+// directory, first on sys.path; hostPaths has made a relative script path
+// absolute on the host, so that folder is the host's and PYTHONSAFEPATH
+// would only cost the script its sibling imports. Every other child gets the
+// variable: `python -m`, uvx's entry points and programs that start Python
+// themselves would otherwise import from the workspace first.
+func pythonScript(command string, args []string) bool {
+	base := filepath.Base(command)
+	if !strings.HasPrefix(base, "python") || strings.Trim(base[len("python"):], "0123456789.") != "" {
+		return false
+	}
+	for _, a := range args {
+		switch {
+		case a == "-" || a == "--":
+			return false
+		case strings.HasPrefix(a, "--"):
+			continue // --version and the like take no value before the script
+		case strings.HasPrefix(a, "-"):
+			if strings.ContainsAny(a[1:], "mcXW") {
+				return false // -m module, -c code, or an option taking a value: keep it safe
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}

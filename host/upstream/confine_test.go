@@ -345,3 +345,25 @@ func confinedListsTools(t *testing.T, ws, canary, command string, args []string,
 		t.Fatalf("the agent's files ran: %q\n%s", b, log)
 	}
 }
+
+// A Python script on the host that imports a module beside it still starts
+// when it runs in a workspace: Python puts the script's folder, not the
+// working directory, on sys.path, so the confinement leaves PYTHONSAFEPATH
+// unset for it (setting it would drop that folder and break the import).
+func TestPythonScriptKeepsItsSiblingImports(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	lib := t.TempDir()
+	for name, body := range map[string]string{"mcp_server_x.py": pyServer, "server.py": "import mcp_server_x\n"} {
+		if err := os.WriteFile(filepath.Join(lib, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, log, err := dialIn(t, t.TempDir(), "python3", []string{"-u", filepath.Join(lib, "server.py")}, nil, true)
+	if err != nil {
+		t.Fatalf("a host script with a sibling import did not start in a workspace: %v\n%s", err, log)
+	}
+	conn.Close()
+}

@@ -461,3 +461,28 @@ func TestRelativeArgsResolvedOnHost(t *testing.T) {
 		})
 	}
 }
+
+func TestPythonScript(t *testing.T) {
+	for _, tc := range []struct {
+		command string
+		args    []string
+		want    bool
+	}{
+		{"python3", []string{"/srv/server.py"}, true},
+		{"/usr/bin/python3.11", []string{"-u", "-B", "server.py", "-m", "x"}, true},
+		{"python", []string{"--", "server.py"}, false},
+		{"python3", []string{"-m", "mcp_server_time"}, false},
+		{"python3", []string{"-um", "mcp_server_time"}, false},
+		{"python3", []string{"-c", "import x"}, false},
+		{"python3", []string{"-W", "ignore", "server.py"}, false},
+		{"python3", nil, false},
+		{"python3", []string{"-"}, false},
+		{"node", []string{"server.js"}, false},
+		{"pythonista", []string{"server.py"}, false},
+		{"uvx", []string{"mcp-server-time"}, false},
+	} {
+		if got := pythonScript(tc.command, tc.args); got != tc.want {
+			t.Errorf("pythonScript(%q, %q) = %v, want %v", tc.command, tc.args, got, tc.want)
+		}
+	}
+}
