@@ -22,7 +22,10 @@ import (
 //     so it cannot carry a stored (or sent) secret value;
 //   - merging the masked form of a stored server (what GET shows) into that
 //     server gives back the stored server byte for byte, unless the stored
-//     server itself holds a placeholder where a secret lives.
+//     server itself holds a placeholder where a secret lives;
+//   - the config API's $VAR rule (config.CheckEnvRefs) never refuses that
+//     round trip, and refuses a merged server only with an *EnvRefError
+//     naming a "$NAME" the request sent at a field where stored differs.
 func FuzzMerge(f *testing.F) {
 	seeds := []struct{ incoming, stored string }{
 		{`{"env": {"KEY": "***"}}`, `{"env": {"KEY": "real_secret"}}`},
@@ -47,6 +50,11 @@ func FuzzMerge(f *testing.F) {
 		{`{"url": "https://***@h2/mcp"}`, `{"url": "https://tok@h/mcp"}`},
 		{`{"url": "https://h/v2?key=***&key=***"}`, `{"url": "https://h/v1?key=k1"}`},
 		{`{"url": "https://u:***@h/"}`, `{"url": "https://u:***@h/"}`},
+		{`{"url": "$URL", "headers": {"Authorization": "***", "X-Leak": "$SECRET"}, "args": ["$DIR", "-y"]}`,
+			`{"url": "$URL", "headers": {"Authorization": "$TOKEN"}, "args": ["-y", "$DIR"]}`},
+		{`{"env": {"K": "***"}, "oauth": {"client_secret": null, "extra_token_params": {"aud": "***"}}, "vendor": {"list": [{"k": "$V"}]}}`,
+			`{"env": {"K": "$K"}, "oauth": {"client_secret": "$CS", "extra_token_params": {"aud": "$AUD"}}, "vendor": {"list": [{"k": "$V"}]}}`},
+		{`{"headers": {"X": "$"}, "tools": {"q": {"api_key": "$Q"}}}`, `{"tools": {"q": {"api_key": "$Q", "routing": {"priority": 1}}}}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.incoming, s.stored, false)
@@ -83,6 +91,12 @@ func FuzzMerge(f *testing.F) {
 					t.Fatalf("merged server keeps a placeholder at %s: %s", where, fuzzText(merged))
 				}
 			})
+			if err := config.CheckEnvRefs("s", merged, stored, config.EnvAllowlist{}); err != nil {
+				var re *config.EnvRefError
+				if !errors.As(err, &re) || !strings.Contains(fuzzText(incoming), `"$`+re.Name+`"`) {
+					t.Fatalf("CheckEnvRefs refused a reference the request did not send: %v\nincoming %s", err, fuzzText(incoming))
+				}
+			}
 		}
 
 		if stored == nil {
@@ -102,6 +116,9 @@ func FuzzMerge(f *testing.F) {
 		}
 		if got, want := fuzzText(again), fuzzText(stored); got != want {
 			t.Fatalf("masked round trip changed the server:\n got %s\nwant %s\nmasked %s", got, want, fuzzText(masked))
+		}
+		if err := config.CheckEnvRefs("s", again, stored, config.EnvAllowlist{}); err != nil {
+			t.Fatalf("the $VAR rule refuses a masked round trip: %v\nstored %s", err, fuzzText(stored))
 		}
 	})
 }

@@ -86,6 +86,16 @@ func (s *Server) launchPolicy() *launchpolicy.Policy {
 	return launchpolicy.FromEnv(os.LookupEnv)
 }
 
+// envAllowlist is the set of variables a request may newly reference as
+// "$NAME"; without one in the options it is read from the environment on
+// every request, like the launch policy.
+func (s *Server) envAllowlist() config.EnvAllowlist {
+	if s.envRefs != nil {
+		return *s.envRefs
+	}
+	return config.EnvAllowlistFromEnv(os.LookupEnv)
+}
+
 // rawDoc is the configuration document being edited.
 type rawDoc struct {
 	root    *config.Object
@@ -191,6 +201,7 @@ func (s *Server) mutate(c echo.Context, m mutation) error {
 		return fail(c, http.StatusNotFound, "%s", err.Error())
 	}
 	policy := s.launchPolicy()
+	allow := s.envAllowlist()
 	var servers *config.Object
 	err = file.Update(c.Request().Context(), func(current []byte, exists bool) ([]byte, error) {
 		if !exists && !m.create {
@@ -200,9 +211,26 @@ func (s *Server) mutate(c echo.Context, m mutation) error {
 		if err != nil {
 			return nil, err
 		}
+		// The entries as stored, before apply edits doc in place (PATCH).
+		orig, err := loadDoc(current, exists)
+		if err != nil {
+			return nil, err
+		}
 		checks, err := m.apply(doc)
 		if err != nil {
 			return nil, err
+		}
+		// Every endpoint: no $VAR reaches the file unless the stored entry
+		// already holds it at the same field or the operator allowlisted it.
+		for _, name := range doc.servers.Keys() {
+			o, ok := rawGet(doc.servers, name).(*config.Object)
+			if !ok {
+				continue // stored as is; the loader reports it
+			}
+			stored, _ := rawGet(orig.servers, name).(*config.Object)
+			if err := config.CheckEnvRefs(name, o, stored, allow); err != nil {
+				return nil, err
+			}
 		}
 		data, err := encodeDocument(doc.root)
 		if err != nil {
@@ -255,7 +283,10 @@ func (s *Server) configFailure(c echo.Context, err error, prefix string) error {
 	var ae *adminError
 	var me *config.MergeError
 	var pe *launchpolicy.Error
+	var re *config.EnvRefError
 	switch {
+	case errors.As(err, &re):
+		return fail(c, http.StatusBadRequest, "Invalid MCP configuration: %s", re.Error())
 	case errors.As(err, &ae):
 		return fail(c, ae.code, "%s", ae.msg)
 	case errors.As(err, &me):

@@ -59,6 +59,7 @@ func newAdminAPI(t *testing.T, doc string) *adminAPI {
 	t.Helper()
 	t.Setenv(launchpolicy.AllowlistEnv, "")
 	t.Setenv(launchpolicy.DeerFlowAllowlistEnv, "")
+	t.Setenv(config.EnvAllowlistEnv, "")
 	path := filepath.Join(t.TempDir(), "extensions_config.json")
 	if doc != "" {
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
@@ -349,6 +350,7 @@ func TestConfigAdminBulkPutErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newAdminAPI(t, doc)
+			t.Setenv(config.EnvAllowlistEnv, "UNSET_TOOLSET_NAME") // reaches the loader's check
 			before := a.file()
 			gen := a.cache.Generation()
 			b := `{"mcp_servers": ` + tc.servers + `}`
@@ -373,6 +375,7 @@ func TestConfigAdminBulkPutErrors(t *testing.T) {
 func TestConfigAdminValidatesResolvedValues(t *testing.T) {
 	a := newAdminAPI(t, `{"mcpServers": {}}`)
 	t.Setenv("ANTLER_TEST_ON_MISSING", "passthrough")
+	t.Setenv(config.EnvAllowlistEnv, "ANTLER_TEST_ON_MISSING")
 	code, res := a.call("PUT", "/api/mcp/config", `{"mcp_servers": {"target": {"type": "http", "url": "https://example.invalid/mcp",
 		"user_auth": {"on_missing": "$ANTLER_TEST_ON_MISSING", "users": {"alice": "`+adminCanary+`"}}}}}`)
 	if code != 200 {
@@ -937,6 +940,7 @@ func TestConfigAdminScreensResolvedLaunch(t *testing.T) {
 	a := newAdminAPI(t, `{"mcpServers": {}}`)
 	t.Setenv("ANTLER_TEST_TRANSPORT", "stdio")
 	t.Setenv("ANTLER_TEST_FLAG", "--call")
+	t.Setenv(config.EnvAllowlistEnv, "ANTLER_TEST_TRANSPORT,ANTLER_TEST_FLAG") // the launch policy decides
 	before := a.file()
 	for name, server := range map[string]string{
 		"type":    `{"type": "$ANTLER_TEST_TRANSPORT", "command": "bash", "args": ["-c", "echo pwned"]}`,
@@ -944,8 +948,8 @@ func TestConfigAdminScreensResolvedLaunch(t *testing.T) {
 		"command": `{"type": "$ANTLER_TEST_TRANSPORT", "command": "npx", "args": ["-c", "echo pwned"]}`,
 	} {
 		code, res := a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"evil": `+server+`}}`)
-		if code != 400 || strings.Contains(fmt.Sprint(res["error"]), "pwned") {
-			t.Errorf("%s placeholder: %d %v, want 400 without the value", name, code, res)
+		if msg := fmt.Sprint(res["error"]); code != 400 || strings.Contains(msg, "pwned") || !strings.Contains(msg, "MCP server 'evil'") {
+			t.Errorf("%s placeholder: %d %v, want the launch policy's 400 without the value", name, code, res)
 		}
 		a.unchanged(before)
 	}

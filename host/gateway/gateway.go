@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/configfile"
 	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/principal"
@@ -43,6 +44,10 @@ type Options struct {
 	// LaunchPolicy screens stdio servers arriving through the config API
 	// (nil: launchpolicy.FromEnv(os.LookupEnv), read per request).
 	LaunchPolicy *launchpolicy.Policy
+	// ConfigEnvAllowlist names the variables a config API request may
+	// reference as "$NAME" where the stored server has no such reference
+	// (nil: config.EnvAllowlistFromEnv(os.LookupEnv), read per request).
+	ConfigEnvAllowlist *config.EnvAllowlist
 	// HTTP bounds the HTTP edge: Host and Origin rules, timeouts, the
 	// connection cap and per-principal limits (zero fields: defaults).
 	HTTP HTTPOptions
@@ -65,6 +70,7 @@ type Server struct {
 	// (nil: resolved per request, see configFile and launchPolicy).
 	cfgFile *configfile.File
 	policy  *launchpolicy.Policy
+	envRefs *config.EnvAllowlist
 
 	// http, edge, callSlots and streamSlots are the HTTP edge's bounds.
 	http        HTTPOptions
@@ -79,7 +85,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy}
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy, envRefs: opts.ConfigEnvAllowlist}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.http = opts.HTTP.withDefaults()
 	var edgeErrs []error

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/launchpolicy"
@@ -127,9 +128,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	}
 	// The config API edits the file the cache resolves (created as
 	// ./extensions_config.json when there is none); the stdio launch policy
-	// is read from the environment once.
+	// and the $VAR allowlist are read from the environment once.
+	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
 	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
-		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), HTTP: gateway.HTTPOptionsFrom(st.HTTP)})
+		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP)})
 	dataAbs, _ := filepath.Abs(st.DataDir)
 	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
 	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())
