@@ -66,12 +66,17 @@ func (e *EnvRefError) Error() string {
 // be written under name, at any depth: headers, env, args, oauth, extras)
 // and refuses a whole-string "$NAME" reference (envvar.Resolve's rule)
 // unless stored (the entry the file holds under the same name now, nil for
-// a new server) has the identical string at the same key path, or allow
-// allows the name. A reference therefore cannot move to another key, list
+// a new server) has the identical string at the same key path while the
+// server keeps its destination (SameDestination), or allow allows the name. A reference therefore cannot move to another key, list
 // position or server, while GET → PUT round trips, edits of other fields
 // and masked "***" restores keep the operator's references. Errors are
 // *EnvRefError.
 func CheckEnvRefs(name string, server, stored *Object, allow EnvAllowlist) error {
+	if stored != nil && !SameDestination(server, stored) {
+		// A kept reference would follow the server to wherever the
+		// caller now points it.
+		stored = nil
+	}
 	return checkEnvRefs("mcpServers."+name, server, stored, allow)
 }
 

@@ -156,6 +156,7 @@ var (
 		regexp.MustCompile(`(?s)^Cannot edit extra config array '(.*)' while masked secrets remain; provide real values for every masked secret\.$`),
 		regexp.MustCompile(`(?s)^Cannot set (url|token_url) to a URL with masked value '\*\*\*' where the stored URL has no secret to restore; provide a real value\.$`),
 		regexp.MustCompile(`(?s)^Cannot keep the masked '\*\*\*' secrets of (url|token_url) when its scheme or host changes; provide real values\.$`),
+		regexp.MustCompile(`^Cannot keep masked '\*\*\*' secrets when the server's '(type|url|command|args)' changes; provide real values for them\.$`),
 	}
 	persistTemplate = regexp.MustCompile(`(?s)^Cannot persist masked secret placeholder for (.*); provide a real value\.$`)
 	locations       = regexp.MustCompile(`(?s)^(?:(?:env key|header|extra config key|oauth extra_token_params key|oauth extra config key|user_auth credential|user_auth extra config key|headers_from_context extra config key|tools override '.*' extra config key) '(.*)'|oauth (client_secret|refresh_token|token_url)|(url))$`)

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // The config API round-trips servers in their masked form (see
@@ -62,6 +63,7 @@ const (
 	msgMaskedArray = "Cannot edit extra config array '%s' while masked secrets remain; provide real values for every masked secret."
 	msgURLPart     = "Cannot set %s to a URL with masked value '***' where the stored URL has no secret to restore; provide a real value."
 	msgURLOrigin   = "Cannot keep the masked '***' secrets of %s when its scheme or host changes; provide real values."
+	msgDestination = "Cannot keep masked '***' secrets when the server's '%s' changes; provide real values for them."
 )
 
 // apiServerFields are the fields of DeerFlow's API server model; every other
@@ -182,10 +184,106 @@ func MergeServer(incoming, stored *Object, mode MergeMode) (*Object, error) {
 	if err := mergeExtrasInto(out, incoming, stored, apiServerFields, preserve); err != nil {
 		return nil, err
 	}
+	if field := changedDestination(out, stored); stored != nil && field != "" && anyMasked(incoming) {
+		// A restored secret would go wherever the caller now points the
+		// server.
+		return nil, mergeErr(field, msgDestination)
+	}
 	if err := CheckNoMaskedSecrets(out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// destinationFields decide where a server's secrets are sent: its
+// transport, its URL's scheme and host, and for stdio the program and its
+// arguments.
+var destinationFields = []string{"url", "command", "args"}
+
+// transportOf is a raw entry's transport as the loader reads it: "type",
+// else DeerFlow's "transport" alias, else stdio.
+func transportOf(o *Object) string {
+	for _, k := range []string{"type", "transport"} {
+		if v, ok := o.Get(k); ok {
+			if s, ok := v.(string); ok && strings.TrimSpace(s) != "" {
+				return strings.ToLower(strings.TrimSpace(s))
+			}
+		}
+	}
+	return "stdio"
+}
+
+// SameDestination reports whether next sends what it holds where stored
+// does: the same transport, URL, command and arguments, as stored spells
+// them. A secret restored from "***" and a kept "$VAR" reference are bound
+// to that destination, so an API edit cannot redirect them to a server of
+// the caller's choosing.
+func SameDestination(next, stored *Object) bool { return changedDestination(next, stored) == "" }
+
+// changedDestination returns the first destination field next spells
+// otherwise than stored, or "".
+func changedDestination(next, stored *Object) string {
+	if a, b := transportOf(next), transportOf(stored); a != b {
+		return "type"
+	}
+	for _, k := range destinationFields {
+		a, _ := next.Get(k)
+		b, _ := stored.Get(k)
+		if k == "url" {
+			a, b = urlOrigin(a), urlOrigin(b)
+		}
+		if destinationValue(a) != destinationValue(b) {
+			return k
+		}
+	}
+	return ""
+}
+
+// urlOrigin is a URL's scheme and host (the rule the URL's own masked parts
+// follow): a new path on the same server keeps its secrets. Anything that is
+// not an absolute URL string compares as it is.
+func urlOrigin(v any) any {
+	if s, ok := v.(string); ok {
+		if _, origin := urlSecrets(s); origin != "" {
+			return strings.ToLower(origin)
+		}
+	}
+	return v
+}
+
+// destinationValue is a destination field as JSON, with absent, null, ""
+// and [] alike (a masked view spells an HTTP server's command and args so).
+func destinationValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	switch string(b) {
+	case "null", `""`, "[]":
+		return ""
+	}
+	return string(b)
+}
+
+// anyMasked reports a "***" value anywhere in v.
+func anyMasked(v any) bool {
+	switch t := v.(type) {
+	case *Object:
+		for _, k := range t.Keys() {
+			if anyMasked(rawAt(t, k)) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if anyMasked(e) {
+				return true
+			}
+		}
+	case string:
+		return t == Mask
+	}
+	return false
 }
 
 // restoreMasked merges a string map (env, headers, extra_token_params,

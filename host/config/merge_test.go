@@ -204,12 +204,26 @@ func TestMergeServer(t *testing.T) {
 			incoming: `{"enabled": false, "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres"]}`,
 			stored:   `{"enabled": true, "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres"], "routing": {"mode": "prefer", "priority": 50, "keywords": ["订单", "SQL"]}, "tools": {"query": {"routing": {"priority": 100, "keywords": ["查库"]}}}}`,
 			want:     `{"enabled": false, "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres"], "routing": {"mode": "prefer", "priority": 50, "keywords": ["订单", "SQL"]}, "tools": {"query": {"routing": {"priority": 100, "keywords": ["查库"]}}}}`},
+		// Antler keeps DeerFlow's deletions but not its move of the stored
+		// secrets to a new URL: they would go wherever the caller points it.
 		{name: "test_update_mcp_server_honors_deletions_in_complete_replacement", mode: replace,
-			incoming: `{"enabled": true, "type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "***"}, "api_key": "***"}`,
+			incoming: `{"enabled": true, "type": "http", "url": "https://old.example/mcp", "headers": {"Authorization": "***"}, "api_key": "***"}`,
 			stored: `{"enabled": true, "type": "http", "url": "https://old.example/mcp", "headers": {"Authorization": "Bearer real-secret"}, "api_key": "real-extra-secret", "custom_note": "remove-me",
 				"routing": {"mode": "prefer", "priority": 80, "keywords": ["legacy"]}, "tools": {"search": {"routing": {"priority": 90}}},
 				"user_auth": {"users": {"u1": "Bearer user-secret"}}, "headers_from_context": {"enabled": true, "headers": {"X-Tenant": "tenant_id"}, "on_missing": "passthrough"}}`,
-			want: `{"enabled": true, "type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "Bearer real-secret"}, "api_key": "real-extra-secret"}`},
+			want: `{"enabled": true, "type": "http", "url": "https://old.example/mcp", "headers": {"Authorization": "Bearer real-secret"}, "api_key": "real-extra-secret"}`},
+		{name: "masked secrets do not follow a server to a new url", mode: replace,
+			incoming: `{"enabled": true, "type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "***"}}`,
+			stored:   `{"enabled": true, "type": "http", "url": "https://old.example/mcp", "headers": {"Authorization": "Bearer real-secret"}}`,
+			wantErr:  "Cannot keep masked '***' secrets when the server's 'url' changes; provide real values for them."},
+		{name: "masked env does not follow a stdio server to new args", mode: bulk,
+			incoming: `{"command": "npx", "args": ["-y", "attacker-package"], "env": {"GITHUB_TOKEN": "***"}}`,
+			stored:   `{"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_TOKEN": "ghp_real"}}`,
+			wantErr:  "Cannot keep masked '***' secrets when the server's 'args' changes; provide real values for them."},
+		{name: "real values with a new url are fine", mode: replace,
+			incoming: `{"type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "Bearer new"}}`,
+			stored:   `{"type": "http", "url": "https://old.example/mcp", "headers": {"Authorization": "Bearer real-secret"}}`,
+			want:     `{"type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "Bearer new"}}`},
 
 		// --- per-tool overrides ---
 		{name: "test_merge_round_trip_preserves_masked_per_tool_override_extras", mode: replace,

@@ -640,12 +640,12 @@ func TestConfigAdminPutServer(t *testing.T) {
 		a := newAdminAPI(t, `{"mcpServers": {
 			"target": {"enabled": true, "type": "http", "url": "https://old.example/mcp", "headers": {"Authorization": "Bearer `+adminCanary+`"}},
 			"sibling": {"enabled": false, "command": "uvx", "args": ["changed-by-another-tab"]}}, "skills": {}}`)
-		code, res := a.call("PUT", "/api/mcp/config/server", `{"server_name": "target", "server": {"enabled": false, "type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "***"}}}`)
+		code, res := a.call("PUT", "/api/mcp/config/server", `{"server_name": "target", "server": {"enabled": false, "type": "http", "url": "https://old.example/v2/mcp", "headers": {"Authorization": "***"}}}`)
 		if code != 200 {
 			t.Fatalf("%d %v", code, res)
 		}
 		jsonEq(t, "sibling", a.server("sibling"), `{"enabled": false, "command": "uvx", "args": ["changed-by-another-tab"]}`)
-		jsonEq(t, "target", a.server("target"), `{"enabled": false, "type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "Bearer `+adminCanary+`"}}`)
+		jsonEq(t, "target", a.server("target"), `{"enabled": false, "type": "http", "url": "https://old.example/v2/mcp", "headers": {"Authorization": "Bearer `+adminCanary+`"}}`)
 		jsonEq(t, "response", res["mcp_servers"].(map[string]any)["target"].(map[string]any)["headers"], `{"Authorization": "***"}`)
 		// The server keeps its place among its siblings.
 		v, _ := config.ParseJSON([]byte(a.file()))
@@ -697,13 +697,13 @@ func TestConfigAdminPutServer(t *testing.T) {
 		oauth := masked["oauth"].(map[string]any)
 		jsonEq(t, "masked params", oauth["extra_token_params"], `{"client_assertion": "***", "resource": "***"}`)
 		jsonEq(t, "masked extras", []any{oauth["vendor_endpoint"], oauth["vendor_api_key"], oauth["nested"]}, `["https://vendor.example.com/oauth", "***", {"refreshToken": "***", "safe": "visible"}]`)
-		masked["url"] = "https://new.example/mcp"
+		masked["url"] = "https://old.example/v2/mcp"
 		if code, res := a.call("PUT", "/api/mcp/config/server", body(map[string]any{"server_name": "target", "server": masked})); code != 200 {
 			t.Fatalf("%d %v", code, res)
 		}
 		target := a.server("target")
 		so := target["oauth"].(map[string]any)
-		jsonEq(t, "url", target["url"], `"https://new.example/mcp"`)
+		jsonEq(t, "url", target["url"], `"https://old.example/v2/mcp"`)
 		jsonEq(t, "oauth", []any{so["vendor_endpoint"], so["vendor_api_key"], so["extra_token_params"], so["nested"]},
 			`["https://vendor.example.com/oauth", "`+adminCanary+`-v", {"client_assertion": "`+adminCanary+`-a", "resource": "https://resource.example.com"}, {"refreshToken": "`+adminCanary+`-n", "safe": "visible"}]`)
 	})
@@ -714,11 +714,11 @@ func TestConfigAdminPutServer(t *testing.T) {
 			"routing": {"mode": "prefer", "priority": 80, "keywords": ["legacy"]}, "tools": {"search": {"routing": {"priority": 90}}},
 			"user_auth": {"users": {"u1": "Bearer `+adminCanary+`-u"}}, "headers_from_context": {"headers": {"X-Tenant": "tenant_id"}, "on_missing": "passthrough"}},
 			"sibling": {"enabled": false, "command": "uvx", "args": ["changed-by-another-tab"]}}, "skills": {}}`)
-		code, res := a.call("PUT", "/api/mcp/config/server", `{"server_name": "target", "server": {"enabled": true, "type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "***"}, "api_key": "***"}}`)
+		code, res := a.call("PUT", "/api/mcp/config/server", `{"server_name": "target", "server": {"enabled": true, "type": "http", "url": "https://old.example/v2/mcp", "headers": {"Authorization": "***"}, "api_key": "***"}}`)
 		if code != 200 {
 			t.Fatalf("%d %v", code, res)
 		}
-		jsonEq(t, "target", a.server("target"), `{"enabled": true, "type": "http", "url": "https://new.example/mcp", "headers": {"Authorization": "Bearer `+adminCanary+`"}, "api_key": "`+adminCanary+`-x"}`)
+		jsonEq(t, "target", a.server("target"), `{"enabled": true, "type": "http", "url": "https://old.example/v2/mcp", "headers": {"Authorization": "Bearer `+adminCanary+`"}, "api_key": "`+adminCanary+`-x"}`)
 		rs := res["mcp_servers"].(map[string]any)["target"].(map[string]any)
 		jsonEq(t, "defaults after the reset", []any{rs["user_auth"], rs["headers_from_context"], rs["routing"], rs["tools"]}, `[null, null, {"mode": "off", "priority": 0, "keywords": []}, {}]`)
 	})
@@ -973,7 +973,14 @@ func TestConfigAdminBulkPutKeepsOperatorEntries(t *testing.T) {
 		t.Errorf("stored env lost: %v", env)
 	}
 	before := a.file()
+	// New args with the masked values: the stored secrets would follow the
+	// server to the new command line, so that is refused first.
 	code, res := put(`["-y", "other-server"]`)
+	wantError(t, code, res, 400, "'args' changes")
+	a.unchanged(before)
+	// With real values the changed launch is screened.
+	code, res = a.call("PUT", "/api/mcp/config", `{"mcp_servers": {
+		"global": {"command": "npx", "args": ["-y", "other-server"], "env": {"npm_config_prefix": "/usr/local", "TOKEN": "t"}}}}`)
 	wantError(t, code, res, 400, "npm_config_prefix")
 	a.unchanged(before)
 }
