@@ -28,10 +28,17 @@
 // request chooses (Launch.Cwd): it is where launchers read their project
 // configuration.
 //
+// Before 4, for npx and uvx, the package may not be a launcher, shell or
+// interpreter (npm, node, python, ...), a URL, git or archive spec, or
+// outside the operator's ANTLER_MCP_STDIO_PACKAGE_ALLOWLIST, and a command
+// run beside --package or --from may not be a program on the host's PATH
+// (packages.go).
+//
 // Like DeerFlow's, this is defense in depth, not a trust boundary: an
-// allowlisted launcher still runs whatever package it is pointed at. Errors
-// name the server, the command and the offending option or variable name
-// (or the field cwd), never an argument's, a variable's or the cwd's value.
+// allowlisted launcher still runs whatever other package it is pointed at.
+// Errors name the server, the command and the offending option, variable or
+// package name (or the field cwd), never an argument's, a variable's or the
+// cwd's value.
 package launchpolicy
 
 import (

@@ -196,10 +196,10 @@ func uvxPackages(args []string) launchPackages {
 type packageWhy int
 
 const (
-	runnerPkg     packageWhy = iota + 1 // a launcher, shell or interpreter
-	remoteSpec                          // a URL, git or archive spec
-	hostCommand                         // a command beside --package/--from that is a host program or a runner
-	unlistedPkg                         // not in the operator's package allowlist
+	runnerPkg   packageWhy = iota + 1 // a launcher, shell or interpreter
+	remoteSpec                        // a URL, git or archive spec
+	hostCommand                       // a command beside --package/--from that is a host program or a runner
+	unlistedPkg                       // not in the operator's package allowlist
 )
 
 // checkPackages runs the package checks for npx and uvx (see above).
