@@ -236,7 +236,7 @@ func (p *Policy) checkPackages(l Launch) error {
 		if c == "" {
 			continue
 		}
-		if runnerPackage(packageKey(c)) {
+		if runnerPackage(packageKey(c)) || shellBuiltin(c) {
 			return refuse(hostCommand, c)
 		}
 		if _, err := p.lookPath()(c); err == nil {
@@ -244,6 +244,19 @@ func (p *Policy) checkPackages(l Launch) error {
 		}
 	}
 	return nil
+}
+
+// shellBuiltin reports whether c is a shell builtin that runs its arguments
+// as a command or code: npm exec hands the command beside --package to
+// `sh -c` (its arguments quoted), so `eval 'id'`, `command id` or
+// `trap 'id' EXIT` run what the quoted arguments say, and no PATH lookup
+// finds a builtin.
+func shellBuiltin(c string) bool {
+	switch c {
+	case "eval", "exec", "command", "builtin", "source", ".", "trap", "fc", "time", "nohup", "env", "xargs":
+		return true
+	}
+	return false
 }
 
 // plainName reports whether s may be shown in a message: a package or
