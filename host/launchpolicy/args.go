@@ -115,16 +115,16 @@ func interpreterExecArg(args []string) string {
 			if clusteredExecLetter(c) || c == 'r' {
 				return "-" + string(c)
 			}
+			if j+1 < len(tok) && tok[j+1] == 'W' {
+				if importingWarning(clusterValue(tok, j, args, i)) {
+					return "-W"
+				}
+				break
+			}
 			if c != 'm' {
 				continue
 			}
-			module := ""
-			if j+2 <= len(tok) {
-				module = strings.TrimPrefix(tok[j+2:], "=")
-			}
-			if module == "" && i+1 < len(args) {
-				module = pyStrip(args[i+1])
-			}
+			module := clusterValue(tok, j, args, i)
 			if !plainModule(module) || evalModule(module) {
 				return "-m"
 			}
@@ -132,6 +132,29 @@ func interpreterExecArg(args []string) string {
 		}
 	}
 	return ""
+}
+
+// clusterValue is the value of the one-letter option at byte j+1 of the
+// single-dash cluster tok (args[i]): the rest of the cluster after an
+// optional "=", or, if nothing is left, the next argument.
+func clusterValue(tok string, j int, args []string, i int) string {
+	v := ""
+	if j+2 <= len(tok) {
+		v = strings.TrimPrefix(tok[j+2:], "=")
+	}
+	if v == "" && i+1 < len(args) {
+		v = pyStrip(args[i+1])
+	}
+	return v
+}
+
+// importingWarning reports whether a python -W value
+// (action:message:category:module:lineno) names a category in a module:
+// Python imports that module at start-up to find the class
+// (-W ignore::antigravity.x imports antigravity, which runs $BROWSER).
+func importingWarning(v string) bool {
+	fields := strings.Split(v, ":")
+	return len(fields) > 2 && strings.Contains(fields[2], ".")
 }
 
 // interpreterLoadArg reports whether flag (lower-cased, "_" read as "-" as

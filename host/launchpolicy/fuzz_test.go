@@ -83,6 +83,7 @@ func FuzzCheck(f *testing.F) {
 	f.Add(uint8(0), "node", "--import=data:text/javascript,1\x00server.js", "")
 	f.Add(uint8(0), "node", "-ir\x00/tmp/x.js", "")
 	f.Add(uint8(0), "python", "-Imtimeit\x001", "")
+	f.Add(uint8(0), "python", "-IWignore::antigravity.x\x00-m\x00srv", "")
 	f.Add(uint8(0), "perl", "-M\x00strict;system('id')", "")
 
 	f.Fuzz(func(t *testing.T, sel uint8, command, argList, envList string) {
@@ -201,7 +202,8 @@ func flagFromArgs(flag string, args []string) bool {
 			if piece == flag || norm == flag {
 				return true
 			}
-			if len(flag) == 2 && strings.HasPrefix(norm, "-") && !strings.HasPrefix(norm, "--") && strings.ContainsRune(norm[1:], rune(flag[1])) {
+			if len(flag) == 2 && strings.HasPrefix(norm, "-") && !strings.HasPrefix(norm, "--") &&
+				(strings.ContainsRune(norm[1:], rune(flag[1])) || strings.ContainsRune(piece, rune(flag[1]))) {
 				return true
 			}
 		}

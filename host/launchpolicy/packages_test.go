@@ -305,6 +305,12 @@ func TestInterpreterLoadArgs(t *testing.T) {
 		{"python", []string{"-m", "idlelib.idle"}, "-m"},
 		{"python", []string{"-m", "pip", "install", "x"}, "-m"},
 		{"perl", []string{"-M", "strict;system('id')", "x.pl"}, "-m"},
+		{"python", []string{"-W", "ignore::antigravity.x", "-m", "srv"}, "-W"},
+		{"python", []string{"-Wignore::antigravity.x", "-m", "srv"}, "-W"},
+		{"python", []string{"-IW", "ignore::os.x", "-m", "srv"}, "-W"},
+		{"python", []string{"-W", "ignore::DeprecationWarning", "-m", "srv"}, ""},
+		{"python", []string{"-W", "ignore", "-m", "srv"}, ""},
+		{"perl", []string{"-W", "x.pl"}, ""},
 
 		{"node", []string{"server.js"}, ""},
 		{"node", []string{"--max-old-space-size=512", "--enable-source-maps", "server.js"}, ""},
