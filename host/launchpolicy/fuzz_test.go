@@ -20,7 +20,13 @@ const fixedText = "MCP server '' with stdio transport requires a command." +
 	"MCP server '' passes '' to '', which names a file, folder or program that npm would load; only the configuration file may set it." +
 	"MCP server '' sets environment variable '', which names a file, folder or program that npm would load; only the configuration file may set it." +
 	"MCP server '' runs '' without a package, which would start a shell; name the package to run." +
-	"MCP server '' sets 'cwd', the folder launchers read their configuration from; only the configuration file may set it."
+	"MCP server '' sets 'cwd', the folder launchers read their configuration from; only the configuration file may set it." +
+	"MCP server '' passes '' to '', which names a file or folder the launcher reads its configuration or packages from; only the configuration file may set it." +
+	"MCP server '' sets environment variable '', which decides where the launcher reads its configuration or packages from; only the configuration file may set it." +
+	"MCP server '' gives '' a URL, git or archive package; name a registry package instead." +
+	"MCP server '' has '' run command a package beside the package, which is a program on the host or a launcher; name a command the package provides." +
+	"MCP server '' has '' run package a package, which is not in ANTLER_MCP_STDIO_PACKAGE_ALLOWLIST." +
+	"MCP server '' has '' run package a package, a launcher, shell or interpreter that would run arbitrary code; name the MCP server's package instead."
 
 // FuzzCheck runs the policy on arbitrary launches. args and env are lists
 // separated by NUL (which no real argument contains). It asserts: no panic;
@@ -57,6 +63,28 @@ func FuzzCheck(f *testing.F) {
 	f.Add(uint8(0), "npx", "--git=/tmp/evil\x00github:a/b", "")
 	f.Add(uint8(0), "npx", "--", "")
 	f.Add(uint8(0x40), "npx", "-y\x00@scope/server", "")
+	// Packages that run commands, remote specs, host programs (packages.go).
+	f.Add(uint8(0), "npx", "-y\x00npm\x00exec\x00-c\x00id > /tmp/x", "")
+	f.Add(uint8(0), "npx", "-y\x00npm\x00exec\x00--call=id", "")
+	f.Add(uint8(0), "npx", "-y\x00-p\x00npm@10.9.4\x00npx\x00-c\x00id", "")
+	f.Add(uint8(0), "npx", "-y\x00--package=npm\x00--\x00npm\x00exec\x00-c\x00id", "")
+	f.Add(uint8(0), "npx", "-y\x00x@npm:npm@10.9.4\x00exec\x00-c\x00id", "")
+	f.Add(uint8(0), "npx", "-y\x00node@20\x00-e\x00require('child_process').execSync('id')", "")
+	f.Add(uint8(0), "npx", "-y\x00https://registry.npmjs.org/npm/-/npm-10.9.4.tgz\x00exec\x00-c\x00id", "")
+	f.Add(uint8(0), "npx", "-y\x00--package=@scope/pkg\x00sh", "")
+	f.Add(uint8(0), "uvx", "python\x00-c\x00import os", "")
+	f.Add(uint8(0), "uvx", "--from\x00mcp-server-fetch\x00python3\x00-c\x001", "")
+	f.Add(uint8(0), "uvx", "--with\x00rich,IPython\x00mcp-server-fetch", "")
+	// Python start-up variables, uv file options and variables.
+	f.Add(uint8(0), "uvx", "mcp-server-fetch", "PYTHONWARNINGS=ignore::antigravity.x\x00BROWSER")
+	f.Add(uint8(0), "uvx", "-qcconstraints.txt\x00mcp-server-fetch", "UV_FIND_LINKS")
+	f.Add(uint8(0), "uvx", "--with-requirements=/tmp/r.txt\x00mcp-server-x", "UV_ENV_FILE")
+	// Interpreter load options once node or python is allowlisted.
+	f.Add(uint8(0), "node", "--import=data:text/javascript,1\x00server.js", "")
+	f.Add(uint8(0), "node", "-ir\x00/tmp/x.js", "")
+	f.Add(uint8(0), "python", "-Imtimeit\x001", "")
+	f.Add(uint8(0), "python", "-IWignore::antigravity.x\x00-m\x00srv", "")
+	f.Add(uint8(0), "perl", "-M\x00strict;system('id')", "")
 
 	f.Fuzz(func(t *testing.T, sel uint8, command, argList, envList string) {
 		types := []string{"stdio", "", "http", "sse", "STDIO", "stdio "}
@@ -105,7 +133,8 @@ func assertNoLeak(t *testing.T, l launchpolicy.Launch, e *launchpolicy.Error) {
 		t.Fatalf("message %q shows the cwd", msg)
 	}
 	names := e.Kind == launchpolicy.DisallowedCommand || e.Kind == launchpolicy.ExecArg || e.Kind == launchpolicy.PathPackage ||
-		e.Kind == launchpolicy.MissingPackage || e.Kind == launchpolicy.LauncherConfig && e.Flag != ""
+		e.Kind == launchpolicy.MissingPackage || e.Kind == launchpolicy.LauncherConfig && e.Flag != "" ||
+		e.Kind == launchpolicy.LauncherPackage || e.Kind == launchpolicy.Confinement && e.Flag != ""
 	switch {
 	case names:
 		if e.Command != l.Command || !singleName(l.Command) {
@@ -114,12 +143,19 @@ func assertNoLeak(t *testing.T, l launchpolicy.Launch, e *launchpolicy.Error) {
 		rest = strings.Replace(rest, "'"+e.Command+"'", "''", 1)
 	}
 	switch {
-	case e.Kind == launchpolicy.ExecArg, e.Kind == launchpolicy.LauncherConfig && e.Flag != "":
+	case e.Kind == launchpolicy.LauncherPackage:
+		if e.Package != "" {
+			if !packageFromArgs(e.Package, l.Args) {
+				t.Fatalf("reported package %q is not a piece of an argument of %q", e.Package, l.Args)
+			}
+			rest = strings.Replace(rest, "'"+e.Package+"'", "a package", 1)
+		}
+	case e.Kind == launchpolicy.ExecArg, e.Kind == launchpolicy.LauncherConfig && e.Flag != "", e.Kind == launchpolicy.Confinement && e.Flag != "":
 		if !strings.HasPrefix(e.Flag, "-") || strings.Contains(e.Flag, "=") || !flagFromArgs(e.Flag, l.Args) {
 			t.Fatalf("reported flag %q is not an option of %q", e.Flag, l.Args)
 		}
 		rest = strings.Replace(rest, "'"+e.Flag+"'", "''", 1)
-	case e.Kind == launchpolicy.EnvVar, e.Kind == launchpolicy.LauncherConfig:
+	case e.Kind == launchpolicy.EnvVar, e.Kind == launchpolicy.LauncherConfig, e.Kind == launchpolicy.Confinement:
 		found := false
 		for _, n := range l.EnvNames {
 			seen, _, _ := strings.Cut(n, "=")
@@ -146,7 +182,7 @@ func assertNoLeak(t *testing.T, l launchpolicy.Launch, e *launchpolicy.Error) {
 			pieces = append(pieces, after)
 		}
 		for _, piece := range pieces {
-			if len(piece) <= 3 || piece == e.Flag || strings.Contains(fixedText, piece) {
+			if len(piece) <= 3 || piece == e.Flag || piece == e.Package || strings.Contains(fixedText, piece) {
 				continue
 			}
 			if strings.Contains(rest, piece) {
@@ -166,7 +202,23 @@ func flagFromArgs(flag string, args []string) bool {
 			if piece == flag || norm == flag {
 				return true
 			}
-			if len(flag) == 2 && strings.HasPrefix(norm, "-") && !strings.HasPrefix(norm, "--") && strings.ContainsRune(norm[1:], rune(flag[1])) {
+			if len(flag) == 2 && strings.HasPrefix(norm, "-") && !strings.HasPrefix(norm, "--") &&
+				(strings.ContainsRune(norm[1:], rune(flag[1])) || strings.ContainsRune(piece, rune(flag[1]))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// packageFromArgs reports whether a reported package or command name is the
+// start of an argument (stripped, after an npm: alias) or of a piece of a
+// comma-separated --with list, as the policy reads names.
+func packageFromArgs(name string, args []string) bool {
+	for _, a := range args {
+		for _, piece := range strings.FieldsFunc(a, func(r rune) bool { return r == ',' || r == '=' || r == ':' }) {
+			piece = strings.TrimFunc(piece, pySpace)
+			if strings.HasPrefix(piece, name) || strings.HasPrefix(strings.TrimPrefix(piece, "-w"), name) {
 				return true
 			}
 		}

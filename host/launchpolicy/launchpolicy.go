@@ -28,14 +28,22 @@
 // request chooses (Launch.Cwd): it is where launchers read their project
 // configuration.
 //
+// Before 4, for npx and uvx, the package may not be a launcher, shell or
+// interpreter (npm, node, python, ...), a URL, git or archive spec, or
+// outside the operator's ANTLER_MCP_STDIO_PACKAGE_ALLOWLIST, and a command
+// run beside --package or --from may not be a program on the host's PATH
+// (packages.go).
+//
 // Like DeerFlow's, this is defense in depth, not a trust boundary: an
-// allowlisted launcher still runs whatever package it is pointed at. Errors
-// name the server, the command and the offending option or variable name
-// (or the field cwd), never an argument's, a variable's or the cwd's value.
+// allowlisted launcher still runs whatever other package it is pointed at.
+// Errors name the server, the command and the offending option, variable or
+// package name (or the field cwd), never an argument's, a variable's or the
+// cwd's value.
 package launchpolicy
 
 import (
 	"fmt"
+	"os/exec"
 	"sort"
 	"strings"
 	"unicode"
@@ -71,12 +79,45 @@ type Launch struct {
 // after construction, so one Policy may be used by many goroutines.
 type Policy struct {
 	allowed map[string]bool
+	// packages is the operator's package allowlist (packageKey of each
+	// name); nil when none is set.
+	packages map[string]bool
+	// LookPath finds a program on the host's PATH (exec.LookPath's
+	// signature; nil means exec.LookPath). A command run beside npx
+	// --package or uvx --from is refused when it finds it. Set it, if at
+	// all, before the Policy is used.
+	LookPath func(file string) (string, error)
+}
+
+func (p *Policy) lookPath() func(string) (string, error) {
+	if p.LookPath != nil {
+		return p.LookPath
+	}
+	return exec.LookPath
+}
+
+// AllowPackages sets the operator's package allowlist: with one set, every
+// package npx or uvx is pointed at must be among names (compared by name,
+// without version, case-insensitively; "-", "_" and "." alike, as PyPI
+// does). Empty names are dropped; no names leaves any package allowed.
+// Call it before the Policy is used; it returns p.
+func (p *Policy) AllowPackages(names ...string) *Policy {
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			if p.packages == nil {
+				p.packages = map[string]bool{}
+			}
+			p.packages[packageKey(n)] = true
+		}
+	}
+	return p
 }
 
 // FromEnv returns the default allowlist {npx, uvx} plus the comma-separated
 // names in ANTLER_MCP_STDIO_COMMAND_ALLOWLIST and
 // DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST (trimmed, empties dropped, added to
-// the defaults). lookup has os.LookupEnv's signature.
+// the defaults), with the package allowlist PackageAllowlistEnv
+// (comma-separated names) if set. lookup has os.LookupEnv's signature.
 func FromEnv(lookup func(string) (string, bool)) *Policy {
 	var extra []string
 	for _, name := range []string{AllowlistEnv, DeerFlowAllowlistEnv} {
@@ -90,7 +131,11 @@ func FromEnv(lookup func(string) (string, bool)) *Policy {
 			}
 		}
 	}
-	return New(extra...)
+	p := New(extra...)
+	if v, ok := lookup(PackageAllowlistEnv); ok {
+		p.AllowPackages(strings.Split(v, ",")...)
+	}
+	return p
 }
 
 // New returns a policy allowing npx, uvx and the extra command names (used
@@ -150,6 +195,9 @@ func (p *Policy) Check(l Launch) error {
 	if pathArg(l.Command, l.Args) {
 		return &Error{Kind: PathPackage, Server: l.Server, Command: l.Command}
 	}
+	if err := p.checkPackages(l); err != nil {
+		return err
+	}
 	return checkPlace(l)
 }
 
@@ -202,7 +250,8 @@ const (
 	LauncherConfig                    // an npm option or variable naming a file, folder or program npm loads (npmconfig.go)
 	MissingPackage                    // npx without a package: npm exec runs a shell (npmconfig.go)
 	WorkingDir                        // a working directory the request chooses
-	Confinement                       // a uv option or variable that names uv's config file or turns off the workspace confinement
+	Confinement                       // a uv option or variable that names a file or folder uv reads, or turns off the workspace confinement
+	LauncherPackage                   // npx or uvx pointed at a launcher, shell or interpreter package, a URL/git/archive spec, a host program, or a package off the operator's list (packages.go)
 )
 
 // Error is a launch policy violation. Error() is DeerFlow's message (with
@@ -215,7 +264,12 @@ type Error struct {
 	Command string // set for DisallowedCommand, ExecArg, PathPackage, MissingPackage and a LauncherConfig flag (a validated command name)
 	Flag    string // ExecArg, LauncherConfig: the option as spelled, without its "=value"
 	EnvName string // EnvVar, LauncherConfig: the variable's name as given, up to any "="
+	// Package is, for LauncherPackage, the package's name (without version)
+	// or the command refused, when it is a plain name; "" for a URL, git or
+	// archive spec.
+	Package string
 	allowed []string
+	why     packageWhy
 }
 
 func (e *Error) Error() string {
@@ -251,11 +305,27 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("MCP server '%s' sets 'cwd', the folder launchers read their configuration from; only the configuration file may set it.", e.Server)
 	case Confinement:
 		if e.Flag != "" {
-			return fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which names the configuration file the launcher reads; only the configuration file may set it.",
+			return fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which names a file or folder the launcher reads its configuration or packages from; only the configuration file may set it.",
 				e.Server, e.Flag, e.Command)
 		}
-		return fmt.Sprintf("MCP server '%s' sets environment variable '%s', which decides where the launcher reads its configuration; only the configuration file may set it.",
+		return fmt.Sprintf("MCP server '%s' sets environment variable '%s', which decides where the launcher reads its configuration or packages from; only the configuration file may set it.",
 			e.Server, e.EnvName)
+	case LauncherPackage:
+		pkg := "a package"
+		if e.Package != "" {
+			pkg = "'" + e.Package + "'"
+		}
+		switch e.why {
+		case remoteSpec:
+			return fmt.Sprintf("MCP server '%s' gives '%s' a URL, git or archive package; name a registry package instead.", e.Server, e.Command)
+		case hostCommand:
+			return fmt.Sprintf("MCP server '%s' has '%s' run command %s beside the package, which is a program on the host or a launcher; name a command the package provides.",
+				e.Server, e.Command, pkg)
+		case unlistedPkg:
+			return fmt.Sprintf("MCP server '%s' has '%s' run package %s, which is not in %s.", e.Server, e.Command, pkg, PackageAllowlistEnv)
+		}
+		return fmt.Sprintf("MCP server '%s' has '%s' run package %s, a launcher, shell or interpreter that would run arbitrary code; name the MCP server's package instead.",
+			e.Server, e.Command, pkg)
 	}
 	return fmt.Sprintf("MCP server '%s' violates the stdio launch policy.", e.Server)
 }
@@ -288,12 +358,28 @@ func checkCommand(l Launch) error {
 	return nil
 }
 
-// codeInjectingEnv is DeerFlow's _CODE_INJECTING_ENV_VARS. Deliberately not
-// listed (as in DeerFlow): LD_LIBRARY_PATH, DYLD_LIBRARY_PATH, NODE_PATH.
+// codeInjectingEnv is DeerFlow's _CODE_INJECTING_ENV_VARS, plus BROWSER and
+// every PYTHON* variable but pythonSafeEnv's: Python reads many of them at
+// start-up, and some import or run what they name (PYTHONWARNINGS imports
+// the module of a warning category, antigravity then runs $BROWSER).
+// Deliberately not listed (as in DeerFlow): LD_LIBRARY_PATH,
+// DYLD_LIBRARY_PATH, NODE_PATH.
 func codeInjectingEnv(upper string) bool {
 	switch upper {
 	case "BASH_ENV", "DYLD_INSERT_LIBRARIES", "ENV", "LD_AUDIT", "LD_PRELOAD", "NODE_OPTIONS",
-		"PERL5OPT", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYOPT":
+		"PERL5OPT", "PYTHONHOME", "PYTHONPATH", "PYTHONSTARTUP", "RUBYOPT", "BROWSER":
+		return true
+	}
+	return strings.HasPrefix(upper, "PYTHON") && !pythonSafeEnv(upper)
+}
+
+// pythonSafeEnv lists the PYTHON* variables MCP server configurations
+// commonly set that only switch a behaviour on or off or pick an encoding
+// or hash seed: none names a file, module or command. (PYTHONIOENCODING's
+// codec lookup stays inside the encodings package.)
+func pythonSafeEnv(upper string) bool {
+	switch upper {
+	case "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONFAULTHANDLER":
 		return true
 	}
 	return false
@@ -307,7 +393,10 @@ func codeInjectingEnv(upper string) bool {
 // npm's counterpart, npm_config_script_shell, is an npm command config.
 func confinementEnv(upper string) bool {
 	switch upper {
-	case "UV_NO_CONFIG", "UV_CONFIG_FILE", "PYTHONSAFEPATH":
+	case "UV_NO_CONFIG", "UV_CONFIG_FILE", "PYTHONSAFEPATH",
+		// uvx's file and folder options (uvxConfigOption) as variables.
+		"UV_OVERRIDE", "UV_CONSTRAINT", "UV_BUILD_CONSTRAINT", "UV_FIND_LINKS", "UV_ENV_FILE",
+		"UV_PROJECT", "UV_WORKING_DIR", "UV_WORKING_DIRECTORY", "UV_CACHE_DIR":
 		return true
 	}
 	return false
@@ -354,11 +443,11 @@ func checkEnv(l Launch) error {
 		// Messages name the variable the child would see: a "name" holding
 		// "=" carries a value after it.
 		seen := envName(name)
-		if codeInjectingEnv(strings.ToUpper(pyStrip(seen))) {
-			return &Error{Kind: EnvVar, Server: l.Server, EnvName: seen}
-		}
 		if confinementEnv(strings.ToUpper(pyStrip(seen))) {
 			return &Error{Kind: Confinement, Server: l.Server, EnvName: seen}
+		}
+		if codeInjectingEnv(strings.ToUpper(pyStrip(seen))) {
+			return &Error{Kind: EnvVar, Server: l.Server, EnvName: seen}
 		}
 		for _, n := range []string{seen, pyStrip(seen)} {
 			key, ok := npmEnvConfig(n)

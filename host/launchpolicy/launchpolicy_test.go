@@ -62,7 +62,8 @@ func deerFlowArgCases() []deerFlowCase {
 		{"uvx --from", "uvx", []string{"--from", "mcp-server-git", "mcp-server-git", "--repository", "/repo"}, false, ""},
 		{"uvx -p", "uvx", []string{"-p", "3.12", "mcp-server-time"}, false, ""},
 		{"uvx --python", "uvx", []string{"--python", "3.12", "mcp-server-time", "--local-timezone", "UTC"}, false, ""},
-		{"uvx -c", "uvx", []string{"-c", "constraints.txt", "mcp-server-fetch"}, false, ""},
+		// DeerFlow accepts "uvx -c constraints.txt mcp-server-fetch"; Antler
+		// refuses it: -c names a file uv reads (TestUvxFileOptions).
 		{"server's -c", "npx", []string{"-y", "@scope/server", "-c", "config.json"}, false, ""},
 		{"server's -e", "npx", []string{"-y", "@scope/server", "-e", "production"}, false, ""},
 		{"server's -c after --", "npx", []string{"-y", "@scope/server", "--", "-c", "config.json"}, false, ""},
@@ -556,49 +557,49 @@ func TestPathPackage(t *testing.T) {
 	for _, tc := range []struct {
 		command string
 		args    []string
-		refused bool
+		want    launchpolicy.Kind // 0: accepted
 	}{
-		{"npx", []string{"--yes", "/bin/sh", "-c", "id"}, true},
-		{"npx", []string{"/bin/sh", "-c", "id"}, true},
-		{"npx", []string{"../../../../bin/sh", "-c", "id"}, true},
-		{"npx", []string{"node_modules/../../../bin/sh", "-c", "id"}, true},
-		{"npx", []string{"-y", "./server.js"}, true},
-		{"npx", []string{"-y", "~/servers/x"}, true},
-		{"npx", []string{"-y", "."}, true},
-		{"npx", []string{"-y", ".."}, true},
-		{"npx", []string{"-y", `..\x`}, true},
-		{"npx", []string{"-y", "--", "/bin/sh"}, true},
-		{"npx", []string{"-y", "file:../evil"}, true},
-		{"npx", []string{"-y", "evil.tgz"}, true},
-		{"npx", []string{"-p", "/srv/evil", "server-bin"}, true},
-		{"npx", []string{"--package=./evil", "server-bin"}, true},
-		{"npx", []string{"--yes", "--package", "@scope/pkg", "--package", "../evil", "server-bin"}, true},
-		{"uvx", []string{"/usr/bin/python3"}, true},
-		{"uvx", []string{"--from", "./evil", "tool"}, true},
-		{"uvx", []string{"--with-editable", "/srv/evil", "tool"}, true},
+		{"npx", []string{"--yes", "/bin/sh", "-c", "id"}, launchpolicy.PathPackage},
+		{"npx", []string{"/bin/sh", "-c", "id"}, launchpolicy.PathPackage},
+		{"npx", []string{"../../../../bin/sh", "-c", "id"}, launchpolicy.PathPackage},
+		{"npx", []string{"node_modules/../../../bin/sh", "-c", "id"}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", "./server.js"}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", "~/servers/x"}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", "."}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", ".."}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", `..\x`}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", "--", "/bin/sh"}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", "file:../evil"}, launchpolicy.PathPackage},
+		{"npx", []string{"-y", "evil.tgz"}, launchpolicy.PathPackage},
+		{"npx", []string{"-p", "/srv/evil", "server-bin"}, launchpolicy.PathPackage},
+		{"npx", []string{"--package=./evil", "server-bin"}, launchpolicy.PathPackage},
+		{"npx", []string{"--yes", "--package", "@scope/pkg", "--package", "../evil", "server-bin"}, launchpolicy.PathPackage},
+		{"uvx", []string{"/usr/bin/python3"}, launchpolicy.PathPackage},
+		{"uvx", []string{"--from", "./evil", "tool"}, launchpolicy.PathPackage},
+		{"uvx", []string{"--with-editable", "/srv/evil", "tool"}, launchpolicy.PathPackage},
 
-		{"npx", []string{"-y", "@modelcontextprotocol/server-filesystem", "/data", "./more"}, false},
-		{"npx", []string{"-y", "@scope/pkg@1.2.3"}, false},
-		{"npx", []string{"-y", "pkg@1.2.3"}, false},
-		{"npx", []string{"-y", "pkg@~1.2.3"}, false},
-		{"npx", []string{"-y", "user/repo"}, false},
-		{"npx", []string{"-y", "github:user/repo#v1"}, false},
-		{"npx", []string{"-y", "https://example.com/pkg.tgz"}, false},
-		{"npx", []string{"-p", "@scope/pkg", "server-bin", "--dir", "/srv"}, false},
-		{"npx", []string{"-y", "bash"}, false}, // a name: npx resolves it as a package (host/upstream empties the global bin folder)
-		{"uvx", []string{"--from", "git+https://github.com/user/repo", "tool"}, false},
-		{"uvx", []string{"mcp-server-git", "--repository", "/repo"}, false},
+		{"npx", []string{"-y", "@modelcontextprotocol/server-filesystem", "/data", "./more"}, 0},
+		{"npx", []string{"-y", "@scope/pkg@1.2.3"}, 0},
+		{"npx", []string{"-y", "pkg@1.2.3"}, 0},
+		{"npx", []string{"-y", "pkg@~1.2.3"}, 0},
+		{"npx", []string{"-y", "user/repo"}, launchpolicy.LauncherPackage},
+		{"npx", []string{"-y", "github:user/repo#v1"}, launchpolicy.LauncherPackage},
+		{"npx", []string{"-y", "https://example.com/pkg.tgz"}, launchpolicy.LauncherPackage},
+		{"npx", []string{"-p", "@scope/pkg", "server-bin", "--dir", "/srv"}, 0},
+		{"npx", []string{"-y", "bash"}, launchpolicy.LauncherPackage}, // a name, not a path, but a shell (TestLauncherPackage)
+		{"uvx", []string{"--from", "git+https://github.com/user/repo", "tool"}, launchpolicy.LauncherPackage},
+		{"uvx", []string{"mcp-server-git", "--repository", "/repo"}, 0},
 	} {
 		err := p.Check(launchpolicy.Launch{Server: "s", Type: "stdio", Command: tc.command, Args: tc.args})
 		var pe *launchpolicy.Error
 		switch {
-		case !tc.refused && err != nil:
+		case tc.want == 0 && err != nil:
 			t.Errorf("%s %q: %v, want accepted", tc.command, tc.args, err)
-		case tc.refused && (!errors.As(err, &pe) || pe.Kind != launchpolicy.PathPackage || pe.Command != tc.command):
-			t.Errorf("%s %q: %v, want PathPackage", tc.command, tc.args, err)
-		case tc.refused:
+		case tc.want != 0 && (!errors.As(err, &pe) || pe.Kind != tc.want || pe.Command != tc.command):
+			t.Errorf("%s %q: %v, want kind %d", tc.command, tc.args, err, tc.want)
+		case tc.want != 0:
 			for _, a := range tc.args {
-				if len(a) > 3 && strings.Contains(pe.Error(), a) {
+				if len(a) > 3 && a != pe.Package && strings.Contains(pe.Error(), a) {
 					t.Errorf("message %q contains argument %q", pe.Error(), a)
 				}
 			}

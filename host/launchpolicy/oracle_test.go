@@ -226,6 +226,14 @@ func expectedStricter() []stricterCase {
 			},
 		},
 		{
+			name: "package rule: a runner, a remote spec or a host program",
+			reason: "npx runs the package it is given, so a package that is itself a launcher, shell or " +
+				"interpreter (npm, node, python3, bash, ...) runs code through its own arguments, which npm does " +
+				"not parse; a URL, git or archive spec is refused because its name says nothing; and beside " +
+				"--package a command found on PATH is refused. npm's parser cannot see any of this.",
+			applies: func(_ oracleVector, _ oracleResult, err *Error) bool { return err.Kind == LauncherPackage },
+		},
+		{
 			name: "npm config variables refused by name",
 			reason: "npm_config_call, npm_config_script_shell, npm_config_node_options and npm_config_package " +
 				"set those configs for npx like the options do; they are refused by name, like NODE_OPTIONS, " +

@@ -70,36 +70,87 @@ func uvxPathArg(args []string) bool {
 	if pkg, ok := launcherPositional(args, uvxGrammar()); ok && pathSpec(pkg) {
 		return true
 	}
-	g := uvxGrammar()
-	for i := 0; i < len(args); i++ {
-		tok := pyStrip(args[i])
-		if tok == "--" || tok == "-" || !strings.HasPrefix(tok, "-") {
-			break
-		}
-		flag, value, hasEq := strings.Cut(tok, "=")
-		switch {
-		case uvxPackageOption(flag) && hasEq:
-		case uvxPackageOption(flag) && i+1 < len(args):
-			value = args[i+1]
-		case strings.HasPrefix(tok, "-w") && len(tok) > 2:
-			value = strings.TrimPrefix(tok[2:], "=")
-		default:
-			value = ""
-		}
-		if pathSpec(value) {
+	for _, o := range uvxOptions(args) {
+		if uvxPackageOption(o.flag) && pathSpec(o.value) {
 			return true
-		}
-		if !hasEq && g.consumesValue(tok) {
-			i++
 		}
 	}
 	return false
 }
 
-// uvxConfigFlag returns uvx's --config-file option as spelled ("--config-file"
-// or "--config-file=…", cut at "=") when it stands among uvx's own options, or
-// "": uv then reads that file as its uv.toml.
+// uvxOption is one of uvx's own options (before the command): the flag as
+// spelled (long ones up to "="), and its value if it takes one.
+type uvxOption struct{ flag, value string }
+
+// uvxOptions reads uvx's own options as clap does: "--opt value",
+// "--opt=value", and single-dash clusters of one-letter options, where the
+// first letter that takes a value takes the rest of the cluster (after an
+// optional "=") or, if nothing is left, the next token (-qcfile, -qc file,
+// -w=pkg). It stops at "--", "-" or the first token not starting with "-".
+func uvxOptions(args []string) []uvxOption {
+	var out []uvxOption
+	for i := 0; i < len(args); i++ {
+		tok := pyStrip(args[i])
+		if tok == "--" || tok == "-" || !strings.HasPrefix(tok, "-") {
+			break
+		}
+		if strings.HasPrefix(tok, "--") {
+			flag, value, hasEq := strings.Cut(tok, "=")
+			if !hasEq && uvxValueArg(flag) && i+1 < len(args) {
+				i++
+				value = args[i]
+			}
+			out = append(out, uvxOption{flag, value})
+			continue
+		}
+		for j := 1; j < len(tok); j++ {
+			flag := "-" + tok[j:j+1]
+			if !uvxValueArg(flag) {
+				out = append(out, uvxOption{flag: flag})
+				continue
+			}
+			value := strings.TrimPrefix(tok[j+1:], "=")
+			if j+1 == len(tok) && i+1 < len(args) {
+				i++
+				value = args[i]
+			}
+			out = append(out, uvxOption{flag, value})
+			break
+		}
+	}
+	return out
+}
+
+// uvxConfigOption reports whether flag (as uvxOptions spells it) is a uvx
+// option naming a file or folder uv reads its configuration, requirements
+// or packages from: uv.toml (--config-file), requirement, constraint and
+// override files, an env file, a find-links folder or page, and the
+// project, working or cache folder (the working directory is refused for
+// the same reason, see WorkingDir). uv's own aliases are listed too.
+func uvxConfigOption(flag string) bool {
+	switch strings.ToLower(flag) {
+	case "--config-file", "--with-requirements", "--overrides", "--override",
+		"--constraints", "--constraint", "--build-constraints", "--build-constraint",
+		"--env-file", "--find-links", "--directory", "--project", "--cache-dir":
+		return true
+	}
+	switch flag {
+	case "-c", "-b", "-f":
+		return true
+	}
+	return false
+}
+
+// uvxConfigFlag returns the first uvx option, among uvx's own options, that
+// names a file or folder uv reads (uvxConfigOption), as spelled without
+// "=value", or "". DeerFlow's grammar is consulted too, so that a token it
+// reads as an option is screened even where clap's reading differs.
 func uvxConfigFlag(args []string) string {
+	for _, o := range uvxOptions(args) {
+		if uvxConfigOption(o.flag) {
+			return o.flag
+		}
+	}
 	g := uvxGrammar()
 	for i := 0; i < len(args); i++ {
 		tok := pyStrip(args[i])
@@ -107,7 +158,7 @@ func uvxConfigFlag(args []string) string {
 			break
 		}
 		flag, _, hasEq := strings.Cut(tok, "=")
-		if flag == "--config-file" {
+		if uvxConfigOption(flag) {
 			return flag
 		}
 		if !hasEq && g.consumesValue(tok) {
