@@ -57,9 +57,7 @@ func TestCancelledHungPollsStillCountAgainstTheShare(t *testing.T) {
 	for _, engine := range engines {
 		for _, here := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/cancelled_here=%v", engine.name, here), func(t *testing.T) {
-				cfg := fastConfig()
-				cfg.LeaseSeconds, cfg.StatusCallTimeoutSeconds = 3600, 3000 // nothing times out during the test
-				cfg.MaxActiveTasksPerUser = 100
+				cfg := hangConfig()
 				svc, store, cache := replica(t, httpReports(t), engine.dsn(t), cfg)
 				ctx := context.Background()
 				share := cfg.PollShare()
@@ -103,17 +101,7 @@ func TestCancelledHungPollsStillCountAgainstTheShare(t *testing.T) {
 					return n >= want, fmt.Sprintf("%d cancelled", n)
 				})
 
-				bob, err := submitAs(ctx, svc, "bob", `{"topic": "b", "delay_ms": 0}`)
-				if err != nil {
-					t.Fatal(err)
-				}
-				waitFor(t, "bob's task to complete", func() (bool, string) {
-					row, err := store.Get(ctx, bob.ID, "bob")
-					if err != nil {
-						t.Fatal(err)
-					}
-					return row.Status == "completed", row.Status
-				})
+				bob := bobCompletes(t, svc, store)
 				if here {
 					return
 				}
@@ -161,9 +149,7 @@ func (r *recorder) got(id string) bool {
 func TestHungCancelsOfOneUserDoNotHoldUpAnother(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
-			cfg := fastConfig()
-			cfg.LeaseSeconds, cfg.StatusCallTimeoutSeconds = 3600, 3000 // nothing times out during the test
-			cfg.MaxActiveTasksPerUser = 100
+			cfg := hangConfig()
 			notes := &recorder{tasks: map[string]bool{}}
 			svc, store, cache := notifyingReplica(t, httpReports(t), engine.dsn(t), cfg, notes)
 			ctx := context.Background()
@@ -195,16 +181,8 @@ func TestHungCancelsOfOneUserDoNotHoldUpAnother(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.Cancel(ctx, long.ID, "bob", "t1"); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "bob's completion to be delivered and his cancel applied", func() (bool, string) {
-				row, err := store.Get(ctx, long.ID, "bob")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return notes.got(done.ID) && row.Status == "cancelled", fmt.Sprintf("delivered %v, cancel %s", notes.got(done.ID), row.Status)
-			})
+			cancelAndWait(t, svc, store, long.ID, "bob")
+			waitFor(t, "bob's completion to be delivered", func() (bool, string) { return notes.got(done.ID), "not delivered" })
 			if s := serverStats(t, cache, "stats"); s.HungCancels != share {
 				t.Errorf("%d cancel calls hang, want alice's %d still blocked (her share, no more)", s.HungCancels, share)
 			}
