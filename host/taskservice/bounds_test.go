@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -31,6 +32,49 @@ func waitFor(t *testing.T, what string, check func() (bool, string)) {
 	}
 }
 
+// hangConfig is fastConfig where no call times out during a test and a
+// user may have 1000 active tasks.
+func hangConfig() task.Config {
+	cfg := fastConfig()
+	cfg.LeaseSeconds, cfg.StatusCallTimeoutSeconds = 3600, 3000
+	cfg.MaxActiveTasksPerUser = 1000
+	return cfg
+}
+
+// bobCompletes submits bob's quick task and waits until it has completed.
+func bobCompletes(t *testing.T, svc *taskservice.Service, store *taskstore.Store) taskstore.Task {
+	t.Helper()
+	ctx := context.Background()
+	bob, err := submitAs(ctx, svc, "bob", `{"topic": "b", "delay_ms": 0}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's task to complete", func() (bool, string) {
+		row, err := store.Get(ctx, bob.ID, "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row.Status == "completed", row.Status
+	})
+	return bob
+}
+
+// cancelAndWait cancels user's task id and waits until the cancel is applied.
+func cancelAndWait(t *testing.T, svc *taskservice.Service, store *taskstore.Store, id, user string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := svc.Cancel(ctx, id, user, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cancellation", func() (bool, string) {
+		row, err := store.Get(ctx, id, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row.Status == "cancelled", row.Status
+	})
+}
+
 // TestHungUpstreamOfOneUserDoesNotHoldUpAnother performs the attack: alice
 // has 300 active tasks whose status calls hang on the shared upstream, bob
 // submits one. Bob's task must be polled and completed while alice's hung
@@ -39,9 +83,7 @@ func waitFor(t *testing.T, what string, check func() (bool, string)) {
 func TestHungUpstreamOfOneUserDoesNotHoldUpAnother(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(engine.name, func(t *testing.T) {
-			cfg := fastConfig()
-			cfg.LeaseSeconds, cfg.StatusCallTimeoutSeconds = 3600, 3000 // nothing times out during the test
-			cfg.MaxActiveTasksPerUser = 1000
+			cfg := hangConfig()
 			svc, store, cache := replica(t, httpReports(t), engine.dsn(t), cfg)
 			ctx := context.Background()
 
@@ -67,17 +109,7 @@ func TestHungUpstreamOfOneUserDoesNotHoldUpAnother(t *testing.T) {
 				return s.InFlightStatus == share, fmt.Sprintf("%d in flight", s.InFlightStatus)
 			})
 
-			bob, err := submitAs(ctx, svc, "bob", `{"topic": "b", "delay_ms": 0}`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "bob's task to complete", func() (bool, string) {
-				row, err := store.Get(ctx, bob.ID, "bob")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return row.Status == "completed", row.Status
-			})
+			bob := bobCompletes(t, svc, store)
 			s := serverStats(t, cache, "stats")
 			if s.InFlightStatus != share {
 				t.Errorf("after bob's task completed, %d status calls are in flight, want alice's %d still blocked", s.InFlightStatus, share)
@@ -179,16 +211,7 @@ func TestActiveTaskCap(t *testing.T) {
 			}
 
 			svc.Start()
-			if _, err := svc.Cancel(ctx, first.ID, "alice", "t1"); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "the cancellation", func() (bool, string) {
-				row, err := store.Get(ctx, first.ID, "alice")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return row.Status == "cancelled", row.Status
-			})
+			cancelAndWait(t, svc, store, first.ID, "alice")
 			if _, err := submitAs(ctx, svc, "alice", `{"topic": "a", "delay_ms": 0}`); err != nil {
 				t.Errorf("submit after a task ended: %v", err)
 			}

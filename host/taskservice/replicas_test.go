@@ -9,6 +9,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/taskstore/storetest"
@@ -17,6 +18,12 @@ import (
 
 // replica is one host: its own tool cache, store connection and service.
 func replica(t testing.TB, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
+	t.Helper()
+	return notifyingReplica(t, cfgPath, dsn, cfg, nil)
+}
+
+// notifyingReplica is a replica that delivers task events through notifier.
+func notifyingReplica(t testing.TB, cfgPath, dsn string, cfg task.Config, notifier tasknotify.Notifier) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
 	t.Helper()
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
@@ -29,7 +36,7 @@ func replica(t testing.TB, cfgPath, dsn string, cfg task.Config) (*taskservice.S
 	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
 		t.Fatal(err)
 	}
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Notifier: notifier})
 	t.Cleanup(svc.Stop)
 	return svc, store, cache
 }

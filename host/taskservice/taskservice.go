@@ -57,6 +57,10 @@ type Service struct {
 
 	notifier tasknotify.Notifier
 
+	// polling maps the id of each task polled now to the cancel func of its
+	// poll's context.
+	polling sync.Map
+
 	running atomic.Bool
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -88,9 +92,10 @@ func (s *Service) Owner() string { return s.owner }
 func (s *Service) Running() bool { return s.running.Load() }
 
 // Start runs the background work until Stop: a worker pool of
-// max_concurrent_polls polls, which claims due tasks as workers free up
-// (first at once, so expired leases recover at start-up), and a pass every
-// poll interval over due cancellations and notifications.
+// max_concurrent_polls polls and another of as many cancellations, which
+// claim due tasks as workers free up (first at once, so expired leases
+// recover at start-up), and a notification pass every poll interval. The
+// three run apart, so hung cancels delay neither polls nor deliveries.
 func (s *Service) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,14 +106,14 @@ func (s *Service) Start() {
 	s.cancel, s.done = cancel, make(chan struct{})
 	s.running.Store(true)
 	var wg sync.WaitGroup
-	wg.Go(func() { s.pollLoop(ctx) })
+	wg.Go(func() { s.workerPool(ctx, s.pollWork()) })
+	wg.Go(func() { s.workerPool(ctx, s.cancelWork()) })
 	wg.Go(func() {
 		t := time.NewTicker(s.cfg.PollInterval())
 		defer t.Stop()
 		for {
-			err := errors.Join(s.runCancellations(ctx), s.runNotifications(ctx))
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("MCP task pass failed; retrying next interval", "error", err.Error())
+			if err := s.runNotifications(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("MCP task notification pass failed; retrying next interval", "error", err.Error())
 			}
 			select {
 			case <-ctx.Done():
@@ -123,46 +128,107 @@ func (s *Service) Start() {
 	}()
 }
 
-// pollLoop is the poll worker pool. It claims at most as many due tasks as
-// it has idle workers, each claim in fair order across users and with no
-// user above its PollShare, and starts each poll at once, so a claim's lease
-// runs from the moment its poll starts. It claims again whenever a worker
-// frees up and on every poll interval, never waiting for a batch: one slow
-// or hung status call holds only its own worker, until the status-call
-// budget ends it.
-func (s *Service) pollLoop(ctx context.Context) {
-	n := s.cfg.MaxConcurrentPolls
-	freed := make(chan struct{}, n)
+// work is one kind of leased background work a workerPool runs.
+type work struct {
+	name   string // "poll" or "cancellation", for logs
+	cancel bool   // the lease kind, for Store.ReturnClaim
+	// claim leases up to limit due tasks of users not in except.
+	claim func(ctx context.Context, limit int, except []string) ([]taskstore.Task, error)
+	run   func(ctx context.Context, row taskstore.Task)
+}
+
+func (s *Service) pollWork() work {
+	return work{name: "poll",
+		claim: func(ctx context.Context, limit int, except []string) ([]taskstore.Task, error) {
+			return s.store.ClaimDueExcept(ctx, s.now(), s.owner, s.cfg.Lease(), limit, s.cfg.PollShare(), except)
+		},
+		run: s.pollCancellable}
+}
+
+func (s *Service) cancelWork() work {
+	return work{name: "cancellation", cancel: true,
+		claim: func(ctx context.Context, limit int, except []string) ([]taskstore.Task, error) {
+			return s.store.ClaimCancelRequestsExcept(ctx, s.now(), s.owner, s.cfg.Lease(), limit, except)
+		},
+		run: s.cancelGuarded}
+}
+
+// workerPool runs max_concurrent_polls workers of one kind. It claims at
+// most as many due tasks as it has idle workers, leaving out the users whose
+// work it already runs up to their PollShare, and starts each at once, so a
+// claim's lease runs from the moment its work starts. It claims again
+// whenever a worker frees up and on every poll interval, never waiting for a
+// batch: one slow or hung call holds only its own worker, until its budget
+// ends it. The per-user count is this process's own, not the store's leases:
+// a cancel request clears a poll's lease while its status call may still
+// run, and that call still holds a worker. A claimed row of a user who
+// reached the share within the same claim is handed back unused.
+func (s *Service) workerPool(ctx context.Context, w work) {
+	n, share := s.cfg.MaxConcurrentPolls, s.cfg.PollShare()
+	freed := make(chan string, n)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	tick := time.NewTicker(s.cfg.PollInterval())
 	defer tick.Stop()
-	busy, claim := 0, true
-	for {
+	busy, perUser, claim := 0, map[string]int{}, true
+	for ctx.Err() == nil {
+		again := false
 		if claim && busy < n {
-			rows, err := s.store.ClaimDuePerUser(ctx, s.now(), s.owner, s.cfg.Lease(), n-busy, s.cfg.PollShare())
+			var except []string
+			for user, c := range perUser {
+				if c >= share {
+					except = append(except, user)
+				}
+			}
+			rows, err := w.claim(ctx, n-busy, except)
 			if err != nil && ctx.Err() == nil {
-				s.log.Warn("MCP task poll claim failed; retrying", "error", err.Error())
+				s.log.Warn("MCP task "+w.name+" claim failed; retrying", "error", err.Error())
 			}
 			for _, row := range rows {
+				if perUser[row.UserID] >= share {
+					if _, err := s.store.ReturnClaim(ctx, row.ID, s.owner, row.LeaseToken, w.cancel); err != nil && ctx.Err() == nil {
+						s.log.Warn("returning an unused MCP task claim failed; its lease expires on its own", "task_id", row.ID, "error", err.Error())
+					}
+					again = true // the user is left out of the next claim
+					continue
+				}
 				busy++
+				perUser[row.UserID]++
 				wg.Go(func() {
-					defer func() { freed <- struct{}{} }()
-					s.pollGuarded(ctx, row)
+					defer func() { freed <- row.UserID }()
+					w.run(ctx, row)
 				})
 			}
 			claim = false
 		}
+		if again && busy < n {
+			claim = true
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-freed:
+		case user := <-freed:
 			busy--
+			if perUser[user]--; perUser[user] == 0 {
+				delete(perUser, user)
+			}
 			claim = true
 		case <-tick.C:
 			claim = true
 		}
 	}
+}
+
+// pollCancellable polls a claimed task under a context that Cancel ends when
+// the task's user cancels it in this process, so the status call gives its
+// worker back at once instead of at the end of its budget.
+func (s *Service) pollCancellable(ctx context.Context, row taskstore.Task) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.polling.Store(row.ID, cancel)
+	defer s.polling.Delete(row.ID)
+	s.pollGuarded(pctx, row)
 }
 
 // Stop ends the loop and cancels in-flight remote calls (a hung status call
@@ -253,7 +319,7 @@ func (s *Service) persist(ctx context.Context, driverName string, req task.Submi
 	nt := taskstore.NewTask{
 		ID: req.LocalTaskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
 		ServerName: req.ServerName, DriverName: driverName, RemoteTaskID: sub.RemoteTaskID, TaskName: req.TaskName,
-		Snapshot: toStore(snap), DriverData: raw,
+		Snapshot: toStore(snap), DriverData: raw, ActiveLimit: s.cfg.MaxActiveTasksPerUser,
 	}
 	if next := task.NextPollAt(now, snap, s.cfg); next != nil {
 		nt.NextPollAt = *next
@@ -374,6 +440,8 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 	return nil
 }
 
+// runCancellations is RunOnce's cancel phase: one claim of up to
+// max_concurrent_polls due cancellations, run concurrently, waited for.
 func (s *Service) runCancellations(ctx context.Context) error {
 	rows, err := s.store.ClaimCancelRequests(ctx, s.now(), s.owner, s.cfg.Lease(), s.cfg.MaxConcurrentPolls)
 	if err != nil {
@@ -381,22 +449,26 @@ func (s *Service) runCancellations(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for _, row := range rows {
-		wg.Go(func() {
-			if err := s.cancelOne(ctx, row); err != nil && ctx.Err() == nil {
-				s.log.Error("MCP task cancellation failed", "task_id", row.ID, "error", err.Error())
-			}
-		})
+		wg.Go(func() { s.cancelGuarded(ctx, row) })
 	}
 	wg.Wait()
 	return nil
+}
+
+// cancelGuarded carries out one claimed cancellation, logging its failure.
+func (s *Service) cancelGuarded(ctx context.Context, row taskstore.Task) {
+	if err := s.cancelOne(ctx, row); err != nil && ctx.Err() == nil {
+		s.log.Error("MCP task cancellation failed", "task_id", row.ID, "error", err.Error())
+	}
 }
 
 func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
 	var snap task.Snapshot
 	drv, err := s.drivers.Get(row.DriverName)
 	if err == nil {
-		// Bounded by the lease: an answer after it would be fenced anyway.
-		snap, err = boundedCall(ctx, "cancel", s.cfg.Lease()*4/5, func(ctx context.Context) (task.Snapshot, error) {
+		// Bounded like a status call: by status_call_timeout_seconds, and by
+		// the lease, since an answer after it would be fenced anyway.
+		snap, err = boundedCall(ctx, "cancel", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.Snapshot, error) {
 			return drv.Cancel(ctx, reference(row))
 		})
 	}
@@ -423,13 +495,20 @@ func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
 }
 
 // Cancel records a cancel request for the caller's own task; the first
-// request fences any poll in flight. It returns once the request is durable,
+// request fences any poll in flight, and ends its status call if this
+// process runs it. It returns once the request is durable,
 // and refuses while no worker runs.
 func (s *Service) Cancel(ctx context.Context, id, userID, threadID string) (taskstore.Task, error) {
 	if !s.Running() {
 		return taskstore.Task{}, ErrNotRunning
 	}
-	return s.store.RequestCancel(ctx, id, userID, threadID, s.now())
+	row, err := s.store.RequestCancel(ctx, id, userID, threadID, s.now())
+	if err == nil {
+		if stop, ok := s.polling.Load(id); ok {
+			stop.(context.CancelFunc)() // the request fenced the poll; end its call
+		}
+	}
+	return row, err
 }
 
 // reference is the driver's view of a stored task.

@@ -55,6 +55,7 @@ type reportStats struct {
 	StatusCalls    int `json:"status_calls"`
 	CancelCalls    int `json:"cancel_calls"`
 	InFlightStatus int `json:"in_flight_status"`
+	HungCancels    int `json:"hung_cancels"`
 	PerTask        map[string]struct {
 		StatusCalls         int `json:"status_calls"`
 		MaxConcurrentStatus int `json:"max_concurrent_status"`

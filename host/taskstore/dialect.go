@@ -143,7 +143,8 @@ func (d dialect) claimSQL(set, where, order string) string {
 }
 
 // claimDueSQL builds the poll claim ($1 owner, $2 lease expiry, $3 now, $4
-// limit, $5 the most live poll leases one user may hold afterwards). It takes
+// limit, $5 the most live poll leases one user may hold afterwards, $6 a JSON
+// array of users to leave out). It takes
 // due rows round-robin by user: each due row is ranked within its user after
 // that user's live poll leases (every row a poll holds is in the same index
 // range, since a claim never moves next_poll_at), and the free rows ranked at
@@ -159,7 +160,7 @@ func (d dialect) claimSQL(set, where, order string) string {
 func (d dialect) claimDueSQL() string {
 	ranked := "SELECT id, next_poll_at AS due, ROW_NUMBER() OVER (PARTITION BY user_id" +
 		" ORDER BY CASE WHEN lease_expires_at >= $3 THEN 0 ELSE 1 END, next_poll_at, id) AS user_rank," +
-		" lease_expires_at AS held_until FROM mcp_tasks WHERE " + claimableDueWhere
+		" lease_expires_at AS held_until FROM mcp_tasks WHERE " + claimableDueWhere + " AND " + d.notAmongUsers("$6")
 	free := "SELECT id AS cid, due, user_rank FROM (" + ranked + ") ranked" +
 		" WHERE (held_until IS NULL OR held_until < $3) AND user_rank <= $5" +
 		" ORDER BY user_rank, due, cid LIMIT "
@@ -171,6 +172,15 @@ func (d dialect) claimDueSQL() string {
 	}
 	return "UPDATE mcp_tasks SET " + claimDueSet(d) + " WHERE id IN (SELECT cid FROM (" + free + "$4))" +
 		" RETURNING " + taskColumns
+}
+
+// notAmongUsers is a condition that user_id is not in the JSON array of
+// strings bound to param.
+func (d dialect) notAmongUsers(param string) string {
+	if d == dialectPostgres {
+		return "user_id NOT IN (SELECT jsonb_array_elements_text(CAST(" + param + " AS jsonb)))"
+	}
+	return "user_id NOT IN (SELECT value FROM json_each(" + param + "))"
 }
 
 // lockUser serialises the transactions that count and reserve one user's

@@ -78,8 +78,29 @@ func (s *Store) ReleaseTaskSlot(ctx context.Context, id string) error {
 }
 
 // consumeSlot is Create's statement that turns the reservation of the task
-// being inserted ($1) into its row.
-func consumeSlot(ctx context.Context, tx *sql.Tx, id string) error {
-	_, err := tx.ExecContext(ctx, "DELETE FROM mcp_task_reservations WHERE id = $1", id)
-	return err
+// being inserted (already in tx) into its row. When there was no reservation
+// to take over (a submit outlived its reservation's TTL, or none was made)
+// and nt has an ActiveLimit, it recounts the user's active tasks and live
+// reservations in the same transaction and refuses past the limit, so a slow
+// submit cannot overshoot the cap.
+func (s *Store) consumeSlot(ctx context.Context, tx *sql.Tx, nt NewTask, now time.Time) error {
+	res, err := tx.ExecContext(ctx, "DELETE FROM mcp_task_reservations WHERE id = $1", nt.ID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 || nt.ActiveLimit < 1 || !pollable(nt.Status) {
+		return err
+	}
+	if err := s.d.lockUser(ctx, tx, nt.UserID); err != nil {
+		return err
+	}
+	var active int
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM mcp_tasks WHERE user_id = $1 AND status IN `+pollableSQL+`)
+ + (SELECT COUNT(*) FROM mcp_task_reservations WHERE user_id = $1 AND expires_at >= $2)`, nt.UserID, ms(now)).Scan(&active); err != nil {
+		return err
+	}
+	if active > nt.ActiveLimit { // the count includes the row being created
+		return &ActiveTaskLimitError{Limit: nt.ActiveLimit}
+	}
+	return nil
 }

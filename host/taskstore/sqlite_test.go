@@ -21,8 +21,8 @@ func TestSQLiteClaimPlans(t *testing.T) {
 		name, query, index string
 		args               []any
 	}{
-		{"ClaimDue", s.claimQ, "ix_mcp_tasks_due", []any{"owner", 1, 1, 100, 4}},
-		{"ClaimCancelRequests", s.cancQ, "ix_mcp_tasks_cancel_due", []any{"owner", 1, 1, 100}},
+		{"ClaimDue", s.claimQ, "ix_mcp_tasks_due", []any{"owner", 1, 1, 100, 4, `["bob"]`}},
+		{"ClaimCancelRequests", s.cancQ, "ix_mcp_tasks_cancel_due", []any{"owner", 1, 1, 100, `["bob"]`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

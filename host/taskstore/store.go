@@ -89,6 +89,11 @@ type NewTask struct {
 	Snapshot
 	DriverData json.RawMessage // nil stores {}
 	NextPollAt time.Time       // required while pollable; NULL for a terminal status
+	// ActiveLimit, when positive, is the user's max_active_tasks_per_user:
+	// a pollable task created without a live slot reservation (it expired
+	// during a long submit) is refused with an *ActiveTaskLimitError when
+	// it would take the user past it.
+	ActiveLimit int
 }
 
 // Task is one row of mcp_tasks. Empty strings, nil JSON and zero times are
@@ -170,7 +175,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{
 		d:                     d,
 		claimQ:                d.claimDueSQL(),
-		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere, "next_cancel_at"),
+		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere+" AND "+d.notAmongUsers("$5"), "next_cancel_at"),
 		notifyQ:               d.claimSQL(claimNotifySet(d), claimNotifyWhere, "COALESCE(next_notification_at, 0)"),
 		trackingDegradedAfter: DefaultTrackingDegradedAfter,
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -85,7 +86,7 @@ func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, er
 	args = append(args, text(nt.RunID), text(nt.ToolCallID), nt.ServerName, nt.DriverName,
 		nt.RemoteTaskID, nt.TaskName, NameKey(nt.TaskName), string(driverData),
 		ms(next), ms(completed), ms(now))
-	consume := func(tx *sql.Tx) error { return consumeSlot(ctx, tx, nt.ID) }
+	consume := func(tx *sql.Tx) error { return s.consumeSlot(ctx, tx, nt, now) }
 	t, _, err := s.writeTaskAnd(ctx, now, consume, `INSERT INTO mcp_tasks (id, user_id, thread_id,
  status, result, result_preview, result_truncated, result_artifact, error, input_required,
  run_id, tool_call_id, server_name, driver_name, remote_task_id, task_name, task_name_key, driver_data,
@@ -94,6 +95,9 @@ func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, er
 	if err != nil {
 		if s.d.isDuplicateRemote(err) {
 			return Task{}, &DuplicateError{ServerName: nt.ServerName, RemoteTaskID: nt.RemoteTaskID, Err: err}
+		}
+		if le := (*ActiveTaskLimitError)(nil); errors.As(err, &le) {
+			return Task{}, le
 		}
 		return Task{}, fmt.Errorf("taskstore: create task %s: %w", nt.ID, err)
 	}
@@ -201,13 +205,20 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, owner string, lease
 // poll attempt. Rows come back in that round-robin order: by their rank
 // among the claimed rows of their user, then next_poll_at, then id.
 func (s *Store) ClaimDuePerUser(ctx context.Context, now time.Time, owner string, lease time.Duration, limit, perUser int) ([]Task, error) {
+	return s.ClaimDueExcept(ctx, now, owner, lease, limit, perUser, nil)
+}
+
+// ClaimDueExcept is ClaimDuePerUser that claims none of the tasks of the
+// users in except: a poller leaves out the users whose polls it still runs up
+// to their share, including polls whose lease a cancel request cleared.
+func (s *Store) ClaimDueExcept(ctx context.Context, now time.Time, owner string, lease time.Duration, limit, perUser int, except []string) ([]Task, error) {
 	if perUser < 0 {
 		return nil, fmt.Errorf("taskstore: claim due tasks: per-user bound must not be negative, got %d", perUser)
 	}
 	if perUser == 0 {
 		perUser = math.MaxInt32
 	}
-	tasks, err := s.claim(ctx, s.claimQ, now, owner, lease, limit, perUser)
+	tasks, err := s.claim(ctx, s.claimQ, now, owner, lease, limit, perUser, usersJSON(except))
 	if err != nil {
 		return nil, fmt.Errorf("taskstore: claim due tasks: %w", err)
 	}
@@ -228,7 +239,14 @@ func (s *Store) ClaimDuePerUser(ctx context.Context, now time.Time, owner string
 // cancellation due at now and no live lease, counting a cancel attempt. Rows
 // come back ordered by next_cancel_at, then id.
 func (s *Store) ClaimCancelRequests(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
-	tasks, err := s.claim(ctx, s.cancQ, now, owner, lease, limit)
+	return s.ClaimCancelRequestsExcept(ctx, now, owner, lease, limit, nil)
+}
+
+// ClaimCancelRequestsExcept is ClaimCancelRequests that claims none of the
+// tasks of the users in except (those whose cancels the caller already runs
+// up to their share).
+func (s *Store) ClaimCancelRequestsExcept(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int, except []string) ([]Task, error) {
+	tasks, err := s.claim(ctx, s.cancQ, now, owner, lease, limit, usersJSON(except))
 	if err != nil {
 		return nil, fmt.Errorf("taskstore: claim cancel requests: %w", err)
 	}
@@ -299,6 +317,28 @@ func (s *Store) ReleaseClaim(ctx context.Context, id, owner, token string, nextP
  consecutive_poll_error_count = consecutive_poll_error_count + 1, updated_at = $6, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
 		id, owner, token, ms(nextPollAt), text(errText), ms(at))
+}
+
+// usersJSON is the JSON array of users a claim leaves out ("[]" for none).
+func usersJSON(users []string) string {
+	if len(users) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(users)
+	return string(b)
+}
+
+// ReturnClaim gives back a poll lease (cancel false) or a cancel lease
+// (cancel true) that was claimed but never used: the lease is cleared and the
+// attempt the claim counted is uncounted, so the task is due again as it was.
+// It reports false when owner no longer holds the lease with token.
+func (s *Store) ReturnClaim(ctx context.Context, id, owner, token string, cancel bool) (bool, error) {
+	counter := "poll_attempt_count"
+	if cancel {
+		counter = "cancel_attempt_count"
+	}
+	return s.update(ctx, "return claim on "+id, "UPDATE mcp_tasks SET "+counter+" = "+counter+" - 1, "+clearLease+
+		" WHERE id = $1 AND lease_owner = $2 AND lease_token = $3", id, owner, token)
 }
 
 // RequestCancel records the user's cancellation of a task in the thread and

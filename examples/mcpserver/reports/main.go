@@ -225,6 +225,8 @@ func submitTool() mcp.Tool {
 			mcp.Description("Test knob: every status call for this task sleeps this long before answering.")),
 		mcp.WithInteger("hang_status_calls", mcp.Min(0), mcp.Max(maxStatusErrors),
 			mcp.Description("Test knob: the first n status calls never answer; each blocks until the client gives up on it.")),
+		mcp.WithInteger("hang_cancel_calls", mcp.Min(0), mcp.Max(maxStatusErrors),
+			mcp.Description("Test knob: the first n cancel calls never answer and cancel nothing; each blocks until the client gives up on it.")),
 		mcp.WithBoolean("not_found", mcp.Description("Test knob: status calls answer failed with error_code task_not_found.")),
 		mcp.WithBoolean("status_is_error", mcp.Description("Test knob: every status call answers isError true (a retryable failure).")),
 		mcp.WithInteger("status_errors", mcp.Min(0), mcp.Max(maxStatusErrors),
@@ -285,6 +287,7 @@ type knobs struct {
 	PollAfterSeconds *float64 `json:"poll_after_seconds,omitempty"`
 	SlowStatusMS     int64    `json:"slow_status_ms,omitempty"`
 	HangStatusCalls  int64    `json:"hang_status_calls,omitempty"`
+	HangCancelCalls  int64    `json:"hang_cancel_calls,omitempty"`
 	NotFound         bool     `json:"not_found,omitempty"`
 	StatusIsError    bool     `json:"status_is_error,omitempty"`
 	StatusErrors     int64    `json:"status_errors,omitempty"`
@@ -351,6 +354,27 @@ type store struct {
 	// (not persisted): a host that polled one task twice at once shows up.
 	inflight    map[string]int
 	maxInflight map[string]int
+	// hungCancels counts the cancel calls blocked by hang_cancel_calls now.
+	hungCancels int
+}
+
+// hangCancel counts a cancel call of task id that hang_cancel_calls makes
+// hang, and reports whether it does; done ends the hang.
+func (s *store) hangCancel(id string) (hang bool, done func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok || t.CancelCalls >= t.Knobs.HangCancelCalls {
+		return false, nil
+	}
+	s.stats.CancelCalls++
+	t.CancelCalls++
+	s.hungCancels++
+	return true, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.hungCancels--
+	}
 }
 
 // enter and leave bracket one status call of task id.
@@ -539,6 +563,8 @@ type statsPayload struct {
 	PerTask     map[string]taskStats `json:"per_task"`
 	// InFlightStatus is the number of status calls running right now.
 	InFlightStatus int `json:"in_flight_status"`
+	// HungCancels is the number of cancel calls hang_cancel_calls blocks now.
+	HungCancels int `json:"hung_cancels"`
 }
 
 // snapshotStats returns the current counts.
@@ -550,6 +576,7 @@ func (s *store) snapshotStats() statsPayload {
 		StatusCalls: s.stats.StatusCalls,
 		CancelCalls: s.stats.CancelCalls,
 		PerTask:     make(map[string]taskStats, len(s.tasks)),
+		HungCancels: s.hungCancels,
 	}
 	for id, t := range s.tasks {
 		p.PerTask[id] = taskStats{StatusCalls: t.StatusCalls, CancelCalls: t.CancelCalls, MaxConcurrentStatus: s.maxInflight[id]}
@@ -723,10 +750,15 @@ func (h *handlers) status(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 }
 
 // cancel implements cancel_report.
-func (h *handlers) cancel(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *handlers) cancel(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, errRes := taskIDArg(req)
 	if errRes != nil {
 		return errRes, nil
+	}
+	if hang, done := h.store.hangCancel(id); hang {
+		defer done()
+		<-ctx.Done()
+		return nil, fmt.Errorf("cancel of %s abandoned by the client: %w", id, ctx.Err())
 	}
 	now := h.now()
 	t, ok := h.store.cancel(id, now)
@@ -776,6 +808,11 @@ func parseKnobs(args map[string]any) (knobs, error) {
 	}
 	if v, ok, e := intArg(args, "hang_status_calls", 0, maxStatusErrors); ok {
 		k.HangStatusCalls = v
+	} else {
+		set(e)
+	}
+	if v, ok, e := intArg(args, "hang_cancel_calls", 0, maxStatusErrors); ok {
+		k.HangCancelCalls = v
 	} else {
 		set(e)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -208,5 +209,90 @@ func testConcurrentTaskSlots(t *testing.T, s *taskstore.Store) {
 	wg.Wait()
 	if won != limit-1 || refused != racers-limit+1 {
 		t.Errorf("%d reservations won and %d were refused, want %d and %d", won, refused, limit-1, racers-limit+1)
+	}
+}
+
+// testCreateAfterReservationExpired: a submit that outlived its reservation
+// (another submit took the freed slot meanwhile) is refused at Create when
+// the user is at the cap, and leaves no row; below the cap, or without a
+// cap, a Create with no reservation still works.
+func testCreateAfterReservationExpired(t *testing.T, s *taskstore.Store) {
+	ctx := context.Background()
+	const limit = 2
+	capped := func(nt *taskstore.NewTask) { nt.ActiveLimit = limit }
+	create(t, s, newTask("active"), at(0))
+	if err := reserve(s, "slow", user, limit, at(0)); err != nil {
+		t.Fatal(err)
+	}
+	later := at(2 * time.Minute) // the slow submit's reservation has expired
+	if err := reserve(s, "fast", user, limit, later); err != nil {
+		t.Fatalf("reservation after the slow one expired: %v", err)
+	}
+	create(t, s, newTask("fast", capped), later)
+
+	_, err := s.Create(ctx, newTask("slow", capped), later)
+	wantLimit(t, err, limit)
+	if _, err := s.Get(ctx, "slow", user); !errors.Is(err, taskstore.ErrNotFound) {
+		t.Errorf("the refused task was stored: %v", err)
+	}
+	create(t, s, newTask("other", of("user-2"), capped), later) // below the cap, no reservation
+	create(t, s, newTask("finished", capped, func(nt *taskstore.NewTask) {
+		nt.Status, nt.NextPollAt = "completed", time.Time{}
+	}), later) // takes no slot
+	create(t, s, newTask("uncapped"), later)
+}
+
+// testClaimExcept: the poll and cancel claims leave out the users named, and
+// ReturnClaim gives an unused claim back as it was (claimable, its attempt
+// uncounted), once.
+func testClaimExcept(t *testing.T, s *taskstore.Store) {
+	ctx := context.Background()
+	for _, nt := range []taskstore.NewTask{newTask("a1"), newTask("a2"), newTask("b1", of("user-2")), newTask("c1", of("user-3"))} {
+		create(t, s, nt, at(0))
+	}
+	ids := func(tasks []taskstore.Task, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, task := range tasks {
+			out = append(out, task.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	got, err := s.ClaimDueExcept(ctx, at(0), "owner", lease, 10, 0, []string{user, "user-3"})
+	if ids := ids(got, err); !slices.Equal(ids, []string{"b1"}) {
+		t.Fatalf("claimed %v leaving out user-1 and user-3, want [b1]", ids)
+	}
+	for i, want := range []bool{true, false} {
+		if ok, err := s.ReturnClaim(ctx, "b1", "owner", got[0].LeaseToken, false); err != nil || ok != want {
+			t.Fatalf("return %d: %v, %v; want the first to return and the second to be fenced", i+1, ok, err)
+		}
+	}
+	back, err := s.Get(ctx, "b1", "user-2")
+	if err != nil || back.LeaseToken != "" || back.PollAttemptCount != 0 {
+		t.Fatalf("returned claim: lease %q, %d poll attempts (%v); want none", back.LeaseToken, back.PollAttemptCount, err)
+	}
+	if ids := ids(s.ClaimDueExcept(ctx, at(0), "owner", lease, 10, 0, nil)); !slices.Equal(ids, []string{"a1", "a2", "b1", "c1"}) {
+		t.Fatalf("claimed %v leaving out no one, want every task", ids)
+	}
+
+	if _, err := s.RequestCancel(ctx, "b1", "user-2", thread, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RequestCancel(ctx, "a1", user, thread, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	cancels, err := s.ClaimCancelRequestsExcept(ctx, at(time.Second), "owner", lease, 10, []string{"user-2"})
+	if ids := ids(cancels, err); !slices.Equal(ids, []string{"a1"}) {
+		t.Fatalf("cancels claimed %v leaving out user-2, want [a1]", ids)
+	}
+	if ok, err := s.ReturnClaim(ctx, "a1", "owner", cancels[0].LeaseToken, true); !ok || err != nil {
+		t.Fatalf("return of the cancel claim: %v, %v", ok, err)
+	}
+	if back, err := s.Get(ctx, "a1", user); err != nil || back.LeaseToken != "" || back.CancelAttemptCount != 0 {
+		t.Fatalf("returned cancel claim: lease %q, %d cancel attempts (%v); want none", back.LeaseToken, back.CancelAttemptCount, err)
 	}
 }

@@ -64,6 +64,8 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"ClaimDuePerUserBound", testClaimDuePerUserBound},
 		{"TaskSlots", testTaskSlots},
 		{"ConcurrentTaskSlots", testConcurrentTaskSlots},
+		{"CreateAfterReservationExpired", testCreateAfterReservationExpired},
+		{"ClaimExcept", testClaimExcept},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
