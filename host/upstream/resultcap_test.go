@@ -77,9 +77,15 @@ func dialBroken(t *testing.T, onExit func()) *upstream.Conn {
 	}
 	srv := &config.Server{Name: "broken", Type: config.TransportStdio, Command: exe,
 		Env: config.Pairs{{Key: brokenServerEnv, Value: "1"}}, MaxResultBytes: 1 << 20}
+	return dial(t, srv, upstream.Options{OnExit: onExit})
+}
+
+// dial connects to srv for the length of the test.
+func dial(t *testing.T, srv *config.Server, opts upstream.Options) *upstream.Conn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := upstream.Dial(ctx, srv, upstream.Options{OnExit: onExit})
+	c, err := upstream.Dial(ctx, srv, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
