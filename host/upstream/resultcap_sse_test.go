@@ -129,7 +129,7 @@ func (s *sseFloodServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the connection answers the next call; junk whose id is lost ends the
 // connection. A small call is the legitimate use and works.
 func TestSSEEventOfEndlessDataLinesIsBounded(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the allocation it measures is the whole process's.
 	tests := []struct {
 		transport string
 		withID    bool

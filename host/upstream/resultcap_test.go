@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +28,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// brokenServer answers initialize, and tools/call by the tool's name:
+// Pages of the broken server's tools/list: how many come before the last
+// one, and how many bytes of description each tool has.
+const (
+	brokenPagesEnv     = "ANTLER_TEST_BROKEN_PAGES"
+	brokenPageBytesEnv = "ANTLER_TEST_BROKEN_PAGE_BYTES"
+)
+
+// brokenServer answers initialize; tools/list with one tool per page and a
+// new cursor for brokenPagesEnv pages; and tools/call by the tool's name:
 // "noid" with 4 MiB whose id is missing, "notify" with a 4 MiB notification
 // before a small result, anything else with a small result.
 func brokenServer() {
+	pages, _ := strconv.Atoi(os.Getenv(brokenPagesEnv))
+	pageBytes, _ := strconv.Atoi(os.Getenv(brokenPageBytesEnv))
+	pad := strings.Repeat("p", pageBytes)
+	page := 0
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(nil, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -62,6 +75,13 @@ func brokenServer() {
 			default:
 				reply(req.ID, fmt.Sprintf(`{"content":[{"type":"text","text":"pid %d"}]}`, os.Getpid()))
 			}
+		case "tools/list":
+			next := ""
+			if page < pages {
+				next = fmt.Sprintf(`,"nextCursor":"c%d"`, page+1)
+			}
+			reply(req.ID, fmt.Sprintf(`{"tools":[{"name":"t%d","description":"%s","inputSchema":{"type":"object"}}]%s}`, page, pad, next))
+			page++
 		default:
 			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`+"\n", req.ID)
 		}
@@ -69,14 +89,14 @@ func brokenServer() {
 	}
 }
 
-func dialBroken(t *testing.T, onExit func()) *upstream.Conn {
+func dialBroken(t *testing.T, onExit func(), env ...config.Pair) *upstream.Conn {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &config.Server{Name: "broken", Type: config.TransportStdio, Command: exe,
-		Env: config.Pairs{{Key: brokenServerEnv, Value: "1"}}, MaxResultBytes: 1 << 20}
+		Env: append(config.Pairs{{Key: brokenServerEnv, Value: "1"}}, env...), MaxResultBytes: 1 << 20}
 	return dial(t, srv, upstream.Options{OnExit: onExit})
 }
 
@@ -136,5 +156,58 @@ func TestOversizeNotificationIsDropped(t *testing.T) {
 	}
 	if after, err := call(c, "ok"); err != nil || after != before {
 		t.Errorf("the session did not survive: %q then %q, %v", before, after, err)
+	}
+}
+
+// The attack: a server answers every tools/list with a page under the cap
+// and a new cursor. mcp-go follows cursors for as long as they come, so the
+// listing as a whole is bounded: past max_result_bytes over all its pages,
+// or past MaxListPages pages however small, it fails with an error naming
+// the limit, having held no more than the limit, and the session still
+// answers calls. A listing of a few pages within the cap is the legitimate
+// use and arrives whole.
+func TestPagesOfOneListingAreBoundedTogether(t *testing.T) {
+	// Not parallel: the allocation it measures is the whole process's.
+	tests := []struct {
+		name             string
+		pages, pageBytes int
+		want             *upstream.ListingTooLargeError
+		tools            int
+	}{
+		{name: "200 pages of 256 KiB pass the cap together", pages: 200, pageBytes: 256 << 10,
+			want: &upstream.ListingTooLargeError{Limit: 1 << 20}},
+		{name: "1,500 tiny pages pass the page limit", pages: 1500, pageBytes: 10,
+			want: &upstream.ListingTooLargeError{Pages: upstream.MaxListPages}},
+		{name: "a few pages within the cap", pages: 3, pageBytes: 100 << 10, tools: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialBroken(t, nil, config.Pair{Key: brokenPagesEnv, Value: strconv.Itoa(tt.pages)},
+				config.Pair{Key: brokenPageBytesEnv, Value: strconv.Itoa(tt.pageBytes)})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			var tools []upstream.Tool
+			var err error
+			grew := allocated(func() { tools, err = c.ListTools(ctx) })
+			if tt.want == nil {
+				if err != nil || len(tools) != tt.tools {
+					t.Fatalf("got %d tools, %v; want %d", len(tools), err, tt.tools)
+				}
+			} else {
+				var tl *upstream.ListingTooLargeError
+				if !errors.As(err, &tl) || *tl != *tt.want {
+					t.Fatalf("got %d tools, %v; want %v", len(tools), err, tt.want)
+				}
+				if !strings.Contains(err.Error(), tt.want.Error()) {
+					t.Errorf("the error %q does not name the limit", err)
+				}
+			}
+			if total := uint64(tt.pages * tt.pageBytes); tt.want != nil && tt.want.Limit > 0 && grew > total/4 {
+				t.Errorf("listing %d MiB of pages allocated %d MiB under a 1 MiB cap", total>>20, grew>>20)
+			}
+			if _, err := call(c, "ok"); err != nil {
+				t.Errorf("a call after the listing: %v", err)
+			}
+		})
 	}
 }
