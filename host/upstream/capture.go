@@ -90,7 +90,8 @@ func (c *capture) all() []json.RawMessage {
 // for are forwarded so wrapping changes nothing else.
 type captureTransport struct {
 	transport.Interface
-	cap *resultCap // max_result_bytes
+	cap  *resultCap   // max_result_bytes
+	gate *requestGate // nil: mcp-go answers the server's requests itself
 }
 
 var _ transport.BidirectionalInterface = (*captureTransport)(nil)
@@ -119,6 +120,9 @@ func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRP
 
 func (t *captureTransport) SetRequestHandler(h transport.RequestHandler) {
 	if b, ok := t.Interface.(transport.BidirectionalInterface); ok {
+		if t.gate != nil {
+			h = t.gate.wrap(h)
+		}
 		b.SetRequestHandler(h)
 	}
 }
@@ -140,8 +144,8 @@ func (t captureHTTPTransport) SetConnectionLostHandler(h func(error)) {
 	}
 }
 
-func wrapTransport(inner transport.Interface, rc *resultCap) transport.Interface {
-	base := &captureTransport{Interface: inner, cap: rc}
+func wrapTransport(inner transport.Interface, rc *resultCap, gate *requestGate) transport.Interface {
+	base := &captureTransport{Interface: inner, cap: rc, gate: gate}
 	if h, ok := inner.(transport.HTTPConnection); ok {
 		return captureHTTPTransport{captureTransport: base, http: h}
 	}

@@ -166,9 +166,10 @@ func (c *capCall) err() error {
 // fails and the stream lives on. Only max bytes of a message are ever
 // buffered downstream, and nothing of the discarded rest.
 type lineLimiter struct {
-	r   io.Reader
-	cap *resultCap
-	sse bool
+	r    io.Reader
+	cap  *resultCap
+	sse  bool
+	gate *requestGate // when set, reading waits while it is full
 
 	buf     []byte // read buffer
 	out     []byte // processed bytes not yet returned
@@ -202,6 +203,9 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 			return 0, l.err
 		}
 		l.out, l.pos = l.out[:0], 0
+		if l.gate != nil {
+			l.gate.wait()
+		}
 		n, err := l.r.Read(l.buf)
 		l.process(l.buf[:n])
 		if err != nil {

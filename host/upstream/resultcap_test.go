@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,13 +36,24 @@ func TestMain(m *testing.M) {
 const (
 	brokenPagesEnv     = "ANTLER_TEST_BROKEN_PAGES"
 	brokenPageBytesEnv = "ANTLER_TEST_BROKEN_PAGE_BYTES"
+	// brokenFloodEnv makes the server, once initialized, stop reading its
+	// stdin and send this many roots/list requests, then say "flood done"
+	// on stderr and hang.
+	brokenFloodEnv = "ANTLER_TEST_BROKEN_FLOOD"
+	// askPings is how many pings the tool "ask" sends at once before it
+	// reads the replies and answers.
+	askPings = 100
 )
 
 // brokenServer answers initialize; tools/list with one tool per page and a
 // new cursor for brokenPagesEnv pages; and tools/call by the tool's name:
 // "noid" with 4 MiB whose id is missing, "notify" with a 4 MiB notification
-// before a small result, anything else with a small result.
+// before a small result, "ask" with the number of replies to askPings pings
+// it sent first, anything else with a small result.
 func brokenServer() {
+	flood, _ := strconv.Atoi(os.Getenv(brokenFloodEnv))
+	var asking json.RawMessage // the "ask" call waiting for its pongs
+	pongs := 0
 	pages, _ := strconv.Atoi(os.Getenv(brokenPagesEnv))
 	pageBytes, _ := strconv.Atoi(os.Getenv(brokenPageBytesEnv))
 	pad := strings.Repeat("p", pageBytes)
@@ -65,8 +79,21 @@ func brokenServer() {
 		switch req.Method {
 		case "initialize":
 			reply(req.ID, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"broken","version":"1"}}`)
+			if flood > 0 {
+				out.Flush()
+				floodRequests(out, flood)
+			}
+		case "": // the host's reply to a ping
+			if pongs++; pongs == askPings {
+				reply(asking, fmt.Sprintf(`{"content":[{"type":"text","text":"pongs %d"}]}`, pongs))
+			}
 		case "tools/call":
 			switch req.Params.Name {
+			case "ask":
+				asking, pongs = req.ID, 0
+				for i := range askPings {
+					fmt.Fprintf(out, `{"jsonrpc":"2.0","id":"s%d","method":"ping"}`+"\n", i)
+				}
 			case "noid":
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"%s"}]}}`+"\n", big)
 			case "notify":
@@ -87,6 +114,18 @@ func brokenServer() {
 		}
 		out.Flush()
 	}
+}
+
+// floodRequests writes n server requests without reading a reply, then
+// says so on stderr and hangs until it is killed.
+func floodRequests(out *bufio.Writer, n int) {
+	pad := strings.Repeat("r", 1<<10)
+	for i := range n {
+		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%d,"method":"roots/list","params":{"_meta":{"pad":"%s"}}}`+"\n", i, pad)
+	}
+	out.Flush()
+	fmt.Fprintln(os.Stderr, "flood done")
+	select {}
 }
 
 func dialBroken(t *testing.T, onExit func(), env ...config.Pair) *upstream.Conn {
@@ -210,4 +249,68 @@ func TestPagesOfOneListingAreBoundedTogether(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The attack: once initialized, a stdio child stops reading its stdin and
+// floods requests to the host. mcp-go started a goroutine per request, each
+// stuck writing its reply to the full pipe (59,000 in 12 s). Now the host
+// stops reading the child while 32 requests are unanswered, and a reply
+// stuck past the write timeout ends the session: OnExit runs (the pool
+// evicts it) with the goroutines bounded, the child never gets its 100,000
+// requests out, and the connection reports itself closed. A burst of 100
+// pings answered during a call is the legitimate use and works.
+func TestRequestFloodFromAChildThatStopsReadingEndsTheSession(t *testing.T) {
+	// Not parallel: it counts the process's goroutines.
+	t.Run("a burst of pings during a call", func(t *testing.T) {
+		c := dialBroken(t, nil)
+		if got, err := call(c, "ask"); err != nil || !strings.Contains(got, fmt.Sprintf("pongs %d", askPings)) {
+			t.Fatalf("the call that pings: %q, %v", got, err)
+		}
+		if _, err := call(c, "ok"); err != nil {
+			t.Errorf("the call after: %v", err)
+		}
+	})
+	t.Run("a flood from a child that stops reading", func(t *testing.T) {
+		before := runtime.NumGoroutine()
+		atExit := make(chan int, 1)
+		floodDone := make(chan struct{})
+		log := slog.New(&stderrWatch{line: "flood done", seen: sync.OnceFunc(func() { close(floodDone) })})
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &config.Server{Name: "flood", Type: config.TransportStdio, Command: exe, MaxResultBytes: 1 << 20,
+			Env: config.Pairs{{Key: brokenServerEnv, Value: "1"}, {Key: brokenFloodEnv, Value: "100000"}}}
+		c := dial(t, srv, upstream.Options{Logger: log, OnExit: func() { atExit <- runtime.NumGoroutine() }})
+		select {
+		case n := <-atExit:
+			if n-before > 500 {
+				t.Errorf("%d goroutines when the session ended (%d before)", n, before)
+			}
+		case <-floodDone:
+			t.Fatalf("the child sent all its requests: %d goroutines (%d before)", runtime.NumGoroutine(), before)
+		}
+		if _, err := call(c, "ok"); !upstream.IsConnectionClosed(err) {
+			t.Errorf("a call after the session ended: %v, want a closed connection", err)
+		}
+	})
+}
+
+// stderrWatch is a log handler that reports a line of a child's stderr.
+type stderrWatch struct {
+	line string
+	seen func()
+}
+
+func (w *stderrWatch) Enabled(context.Context, slog.Level) bool { return true }
+func (w *stderrWatch) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *stderrWatch) WithGroup(string) slog.Handler            { return w }
+func (w *stderrWatch) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "line" && a.Value.String() == w.line {
+			w.seen()
+		}
+		return true
+	})
+	return nil
 }
