@@ -174,6 +174,7 @@ func TestSSEEventOfEndlessDataLinesIsBounded(t *testing.T) {
 			if grew > floodBytes/2 {
 				t.Errorf("the host allocated %d MiB for a %d MiB event under a 1 MiB cap", grew>>20, floodBytes>>20)
 			}
+			t.Logf("allocated %.1f MiB for a %d MiB event", float64(grew)/(1<<20), floodBytes>>20)
 		})
 	}
 }

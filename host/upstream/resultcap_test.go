@@ -244,6 +244,7 @@ func TestPagesOfOneListingAreBoundedTogether(t *testing.T) {
 			if total := uint64(tt.pages * tt.pageBytes); tt.want != nil && tt.want.Limit > 0 && grew > total/4 {
 				t.Errorf("listing %d MiB of pages allocated %d MiB under a 1 MiB cap", total>>20, grew>>20)
 			}
+			t.Logf("allocated %.1f MiB", float64(grew)/(1<<20))
 			if _, err := call(c, "ok"); err != nil {
 				t.Errorf("a call after the listing: %v", err)
 			}
@@ -287,6 +288,7 @@ func TestRequestFloodFromAChildThatStopsReadingEndsTheSession(t *testing.T) {
 			if n-before > 500 {
 				t.Errorf("%d goroutines when the session ended (%d before)", n, before)
 			}
+			t.Logf("%d goroutines when the session ended (%d before)", n, before)
 		case <-floodDone:
 			t.Fatalf("the child sent all its requests: %d goroutines (%d before)", runtime.NumGoroutine(), before)
 		}
