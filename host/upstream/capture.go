@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -16,12 +17,32 @@ import (
 
 type captureKey struct{}
 
+// MaxListPages bounds the pages of one listing: a server that hands out a
+// new cursor forever is refused after this many, however small its pages.
+const MaxListPages = 1000
+
+// ListingTooLargeError is a listing (every page of one tools/list) that
+// passed max_result_bytes in total, or MaxListPages pages. Its pages were
+// held only up to the limit.
+type ListingTooLargeError struct {
+	Limit int64 // max_result_bytes, when the bytes ran over
+	Pages int   // MaxListPages, when the pages ran over
+}
+
+func (e *ListingTooLargeError) Error() string {
+	if e.Pages > 0 {
+		return fmt.Sprintf("upstream listing longer than %d pages", e.Pages)
+	}
+	return fmt.Sprintf("upstream listing larger than max_result_bytes (%d bytes over all its pages)", e.Limit)
+}
+
 // capture collects the raw results of one method sent under a context.
 type capture struct {
 	method string
 
 	mu      sync.Mutex
 	results []json.RawMessage
+	size    int64 // bytes of results
 	rpcErr  *RPCError
 }
 
@@ -30,14 +51,24 @@ func withCapture(ctx context.Context, method string) (context.Context, *capture)
 	return context.WithValue(ctx, captureKey{}, c), c
 }
 
-func (c *capture) record(resp *transport.JSONRPCResponse) {
+// record keeps one result; the results of all pages together stay within
+// limit bytes and MaxListPages pages, or the request fails.
+func (c *capture) record(resp *transport.JSONRPCResponse, limit int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if resp.Error != nil {
 		c.rpcErr = &RPCError{Code: resp.Error.Code, Message: resp.Error.Message}
-		return
+		return nil
 	}
+	switch {
+	case c.size+int64(len(resp.Result)) > limit:
+		return &ListingTooLargeError{Limit: limit}
+	case len(c.results) >= MaxListPages:
+		return &ListingTooLargeError{Pages: MaxListPages}
+	}
+	c.size += int64(len(resp.Result))
 	c.results = append(c.results, append(json.RawMessage(nil), resp.Result...))
+	return nil
 }
 
 func (c *capture) last() (json.RawMessage, *RPCError) {
@@ -59,7 +90,8 @@ func (c *capture) all() []json.RawMessage {
 // for are forwarded so wrapping changes nothing else.
 type captureTransport struct {
 	transport.Interface
-	cap *resultCap // max_result_bytes
+	cap  *resultCap   // max_result_bytes
+	gate *requestGate // nil: mcp-go answers the server's requests itself
 }
 
 var _ transport.BidirectionalInterface = (*captureTransport)(nil)
@@ -78,7 +110,9 @@ func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRP
 	}
 	if err == nil && resp != nil {
 		if c, ok := ctx.Value(captureKey{}).(*capture); ok && c.method == req.Method {
-			c.record(resp)
+			if err := c.record(resp, t.cap.max); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return resp, err
@@ -86,6 +120,9 @@ func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRP
 
 func (t *captureTransport) SetRequestHandler(h transport.RequestHandler) {
 	if b, ok := t.Interface.(transport.BidirectionalInterface); ok {
+		if t.gate != nil {
+			h = t.gate.wrap(h)
+		}
 		b.SetRequestHandler(h)
 	}
 }
@@ -107,8 +144,8 @@ func (t captureHTTPTransport) SetConnectionLostHandler(h func(error)) {
 	}
 }
 
-func wrapTransport(inner transport.Interface, rc *resultCap) transport.Interface {
-	base := &captureTransport{Interface: inner, cap: rc}
+func wrapTransport(inner transport.Interface, rc *resultCap, gate *requestGate) transport.Interface {
+	base := &captureTransport{Interface: inner, cap: rc, gate: gate}
 	if h, ok := inner.(transport.HTTPConnection); ok {
 		return captureHTTPTransport{captureTransport: base, http: h}
 	}

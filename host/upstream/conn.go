@@ -124,7 +124,8 @@ type Conn struct {
 	baseHeaders func() map[string]string
 	workspace   string // Options.Workspace
 
-	results *resultCap // max_result_bytes, enforced while reading
+	results  *resultCap   // max_result_bytes, enforced while reading
+	requests *requestGate // stdio only: the child's requests to the host
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // stdio only
@@ -182,7 +183,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		}
 		copts = append(copts, client.WithProtocolVersion(srv.ProtocolVersion))
 	}
-	c.client = client.NewClient(wrapTransport(inner, c.results), copts...)
+	c.client = client.NewClient(wrapTransport(inner, c.results, c.requests), copts...)
 
 	// Abort the start (an SSE stream, a child's handshake) if ctx ends first.
 	stop := context.AfterFunc(ctx, cancel)
@@ -260,7 +261,26 @@ func (c *Conn) startStdio(env []string) (transport.Interface, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start: failed to start command: %w", err)
 	}
-	return transport.NewIO(newLineLimiter(stdout, c.results, false), stdin, nil), nil
+	in := &lockedWriter{w: stdin}
+	c.requests = newRequestGate(in, c.abort)
+	out := newLineLimiter(stdout, c.results, false)
+	out.gate = c.requests
+	return transport.NewIO(out, in, nil), nil
+}
+
+// abort ends a stdio session whose child stopped reading its stdin while
+// it sent requests: the pool evicts it (OnExit) and the child's process
+// group is killed, which fails the stuck writes and every call in flight.
+func (c *Conn) abort() {
+	c.log.Warn("upstream stopped reading the replies to its requests; ending the session", "reply_write_timeout", replyWriteTimeout)
+	c.requests.close()
+	c.exited()
+	c.mu.Lock()
+	cmd := c.cmd
+	c.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 }
 
 // command builds the stdio child: its own process group (so npx's node
@@ -367,6 +387,9 @@ func (c *Conn) Close() error {
 	c.closing.Store(true)
 	c.closeOnce.Do(func() {
 		c.cancel()
+		if c.requests != nil {
+			c.requests.close()
+		}
 		if c.client != nil {
 			c.closeErr = c.client.Close()
 		}

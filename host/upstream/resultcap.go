@@ -101,12 +101,21 @@ func (r *resultCap) finish(c *capCall) {
 }
 
 // exceeded marks the request with this id key as having an oversize response.
-func (r *resultCap) exceeded(key string) {
+func (r *resultCap) exceeded(key string) *capCall {
 	r.mu.Lock()
 	c := r.inflight[key]
 	r.mu.Unlock()
 	if c != nil {
 		c.over.Store(true)
+	}
+	return c
+}
+
+// fail marks the request as exceeded and fails it at once, before its
+// response has been read to the end.
+func (r *resultCap) fail(key string) {
+	if c := r.exceeded(key); c != nil {
+		c.cancel(&ResultTooLargeError{Limit: c.limit})
 	}
 }
 
@@ -146,29 +155,46 @@ func (c *capCall) err() error {
 }
 
 // lineLimiter passes a stream of newline-delimited JSON-RPC messages (a
-// stdio child's stdout, or with sse set the lines of a text/event-stream)
-// through unchanged while no line exceeds max bytes. A longer line is cut at
-// max (the reader downstream sees a line that is not valid JSON and drops
-// it), the rest is read and discarded while its top-level "id" is scanned
-// for, and the line is replaced by a JSON-RPC error for that id, so the
-// request fails at once and the stream lives on. Only max bytes of a line
-// are ever buffered downstream, and nothing of the discarded rest.
+// stdio child's stdout, or with sse set a text/event-stream) through
+// unchanged while no message exceeds max bytes. A message is a line, or in
+// sse mode an event: every line up to the blank line that ends it, since the
+// SSE reader downstream joins all the data lines of an event into one
+// string. A longer message is cut at max (the reader downstream sees a
+// message that is not valid JSON and drops it), the rest is read and
+// discarded while its top-level "id" is scanned for (across data lines), and
+// the message is replaced by a JSON-RPC error for that id, so the request
+// fails and the stream lives on. Only max bytes of a message are ever
+// buffered downstream, and nothing of the discarded rest.
 type lineLimiter struct {
-	r   io.Reader
-	cap *resultCap
-	sse bool
+	r    io.Reader
+	cap  *resultCap
+	sse  bool
+	gate *requestGate // when set, reading waits while it is full
 
-	buf  []byte // read buffer
-	out  []byte // processed bytes not yet returned
-	pos  int    // returned prefix of out
-	err  error  // the underlying reader's error, returned once out is drained
-	line int64  // bytes of the current line so far
-	cut  bool   // the current line is being discarded
-	scan msgScan
+	buf     []byte // read buffer
+	out     []byte // processed bytes not yet returned
+	pos     int    // returned prefix of out
+	err     error  // the underlying reader's error, returned once out is drained
+	msg     int64  // bytes of the current message so far
+	cut     bool   // the current message is being discarded
+	failed  bool   // the cut message's request was already failed
+	scan    msgScan
+	sseLine sseLine
+}
+
+// sseLine follows one line of an event stream: its field name, and whether
+// the event so far had data lines.
+type sseLine struct {
+	len   int64
+	first byte
+	head  []byte // the field name so far, up to "data:"
+	data  bool   // this line is a data line (its value goes to the scanner)
+	other bool   // this line is another field or a comment
+	seen  bool   // the event had a data line before this one
 }
 
 func newLineLimiter(r io.Reader, c *resultCap, sse bool) *lineLimiter {
-	return &lineLimiter{r: r, cap: c, sse: sse, buf: make([]byte, 32<<10), scan: msgScan{sse: sse}}
+	return &lineLimiter{r: r, cap: c, sse: sse, buf: make([]byte, 32<<10)}
 }
 
 func (l *lineLimiter) Read(p []byte) (int, error) {
@@ -177,11 +203,14 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 			return 0, l.err
 		}
 		l.out, l.pos = l.out[:0], 0
+		if l.gate != nil {
+			l.gate.wait()
+		}
 		n, err := l.r.Read(l.buf)
 		l.process(l.buf[:n])
 		if err != nil {
-			if l.cut && err == io.EOF {
-				l.endLine(false)
+			if l.cut && err == io.EOF && l.err == nil {
+				l.endMsg(false)
 			}
 			if l.err == nil {
 				l.err = err
@@ -200,34 +229,116 @@ func (l *lineLimiter) process(chunk []byte) {
 		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
 			seg, rest, nl = chunk[:i], chunk[i+1:], true
 		}
+		chunk = rest
+		if l.sse && nl && l.blank(seg) {
+			if !l.cut && len(seg) > 0 {
+				l.out = append(l.out, seg...)
+			}
+			l.endMsg(true) // a blank line: the event ends
+			continue
+		}
 		if !l.cut {
-			if room := l.cap.max - l.line; int64(len(seg)) > room {
-				l.scan.feed(seg[:room])
+			if room := l.cap.max - l.msg; int64(len(seg)) > room {
+				l.feed(seg[:room])
 				l.out = append(l.out, seg[:room]...)
-				l.out = append(l.out, '\n') // the cut line ends here
+				l.out = append(l.out, '\n') // the cut message ends here
+				l.msg += room
 				seg, l.cut = seg[room:], true
 			} else {
 				l.out = append(l.out, seg...)
 			}
 		}
-		l.line += int64(len(seg))
-		l.scan.feed(seg)
-		if nl {
-			l.endLine(true)
+		l.msg += int64(len(seg))
+		l.feed(seg)
+		if l.cut {
+			l.early()
 		}
-		chunk = rest
+		if !nl {
+			continue
+		}
+		if !l.sse {
+			l.endMsg(true)
+			continue
+		}
+		if !l.cut {
+			l.out = append(l.out, '\n')
+		}
+		l.sseLine = sseLine{seen: l.sseLine.seen || l.sseLine.data}
 	}
 }
 
-// endLine finishes a line: a whole one gets its newline back, a cut one its
-// replacement.
-func (l *lineLimiter) endLine(newline bool) {
-	cut, s := l.cut, l.scan
-	l.line, l.cut, l.scan = 0, false, msgScan{sse: l.sse}
-	if !cut {
-		if newline {
-			l.out = append(l.out, '\n')
+// blank reports whether the line ending with seg is empty (or only "\r").
+func (l *lineLimiter) blank(seg []byte) bool {
+	switch n := l.sseLine.len + int64(len(seg)); {
+	case n == 0:
+		return true
+	case n == 1 && len(seg) == 1:
+		return seg[0] == '\r'
+	case n == 1:
+		return l.sseLine.first == '\r'
+	}
+	return false
+}
+
+// feed gives the scanner what seg holds of the message's JSON: all of it on
+// stdio, the values of data lines (joined by newlines) on an event stream.
+func (l *lineLimiter) feed(seg []byte) {
+	if !l.sse {
+		l.scan.feed(seg)
+		return
+	}
+	ln := &l.sseLine
+	if ln.len == 0 && len(seg) > 0 {
+		ln.first = seg[0]
+	}
+	ln.len += int64(len(seg))
+	for len(seg) > 0 && !ln.data && !ln.other {
+		ln.head = append(ln.head, seg[0])
+		seg = seg[1:]
+		if !strings.HasPrefix("data:", string(ln.head)) {
+			ln.other = true
+		} else if len(ln.head) == len("data:") {
+			ln.data = true
+			if ln.seen {
+				l.scan.feed([]byte{'\n'})
+			}
 		}
+	}
+	if ln.data {
+		l.scan.feed(seg)
+	}
+}
+
+// early settles a cut message as soon as the scanner can: one that is not a
+// JSON object, or whose id is too long, ends the connection; one whose id
+// was read fails its request now, so an endless message cannot keep it
+// waiting for the end.
+func (l *lineLimiter) early() {
+	s := &l.scan
+	switch {
+	case l.failed:
+	case s.bad || s.idLong:
+		l.err = l.cap.end()
+	case s.idSeen && !s.capturing && !s.method:
+		if id, ok := s.id(); ok {
+			l.failed = true
+			l.cap.fail(id.String())
+		}
+	}
+}
+
+// endMsg finishes a message (terminated: by its newline or blank line, not
+// by the end of the stream): a whole one gets its terminator back, a cut one
+// its replacement.
+func (l *lineLimiter) endMsg(terminated bool) {
+	cut, s, data := l.cut, l.scan, !l.sse || l.sseLine.seen || l.sseLine.data
+	l.msg, l.cut, l.failed, l.scan, l.sseLine = 0, false, false, msgScan{}, sseLine{}
+	if l.sse || (terminated && !cut) {
+		// On an event stream the blank line dispatches what passed, even
+		// the piece of a cut event, which must not run into the next.
+		l.out = append(l.out, '\n')
+	}
+	if !cut {
 		return
 	}
 	id, ok := s.id()
@@ -237,14 +348,16 @@ func (l *lineLimiter) endLine(newline bool) {
 		reply, _ := json.Marshal(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR,
 			fmt.Sprintf("response larger than max_result_bytes (%d bytes)", l.cap.max), nil)})
 		if l.sse {
-			// A blank line dispatches the cut event; the error is an event of its own.
-			l.out = append(l.out, "\nevent: message\ndata: "...)
+			l.out = append(l.out, "event: message\ndata: "...)
+			l.out = append(l.out, reply...)
+			l.out = append(l.out, "\n\n"...)
+			return
 		}
 		l.out = append(l.out, reply...)
 		l.out = append(l.out, '\n')
-	case s.method || (l.sse && !s.data):
-		// A notification or a server request (or an SSE field that is
-		// not data): nothing waits on it, so it is dropped.
+	case s.method || !data:
+		// A notification or a server request (or an event without data):
+		// nothing waits on it, so it is dropped.
 		l.cap.log.Warn("dropped an upstream message above max_result_bytes", "max_result_bytes", l.cap.max)
 	default:
 		l.err = l.cap.end()
@@ -253,12 +366,8 @@ func (l *lineLimiter) endLine(newline bool) {
 
 // msgScan follows the top-level object of one JSON-RPC message, byte by
 // byte, and records its "id" value and whether it has a "method", in
-// bounded memory. In sse mode the line must start with "data:" and the JSON
-// starts after it.
+// bounded memory.
 type msgScan struct {
-	sse, data bool
-	head      []byte // sse: the field name so far
-
 	started, done, bad bool
 	depth              int
 	inStr, esc         bool
@@ -278,17 +387,6 @@ func (s *msgScan) feed(b []byte) {
 		c := b[i]
 		if s.bad || s.done {
 			return
-		}
-		if s.sse && !s.data {
-			s.head = append(s.head, c)
-			if len(s.head) == len("data:") {
-				if string(s.head) != "data:" {
-					s.bad = true
-					return
-				}
-				s.data = true
-			}
-			continue
 		}
 		if s.inStr {
 			if !s.esc && !s.inKey && !s.capturing {

@@ -101,11 +101,22 @@ func TestLineLimiter(t *testing.T) {
 			in: `{"id":null,"error":{"message":"` + big + `"}}` + "\n", want: `{"id":null,"erro` + "\n", ended: true, wantErr: true},
 		{name: "an over-long id ends the connection", max: 16,
 			in: `{"result":0,"id":"` + strings.Repeat("i", 300) + `"}` + "\n", want: `{"result":0,"id"` + "\n", ended: true, wantErr: true},
-		{name: "sse data line over the cap becomes an error event", max: 24, sse: true,
+		{name: "sse data line over the cap becomes an error event", max: 40, sse: true,
 			in:   "event: message\ndata: {\"result\":\"" + big + "\",\"id\":1}\n\nevent: message\ndata: {\"id\":2}\n\n",
-			want: "event: message\ndata: {\"result\":\"yyyyyyy\n\nevent: message\ndata: " + errLine("1", 24) + "\n\nevent: message\ndata: {\"id\":2}\n\n", over: []string{"int64:1"}},
-		{name: "sse field other than data over the cap is dropped", max: 8, sse: true,
-			in: ": " + big + "\ndata: {}\n\n", want: ": yyyyyy\ndata: {}\n\n"},
+			want: "event: message\ndata: {\"result\":\"yyyyyyyyy\n\nevent: message\ndata: " + errLine("1", 40) + "\n\nevent: message\ndata: {\"id\":2}\n\n", over: []string{"int64:1"}},
+		{name: "sse event without data over the cap is dropped", max: 8, sse: true,
+			in: ": " + big + "\n\ndata: {}\n\n", want: ": yyyyyy\n\ndata: {}\n\n"},
+		{name: "sse data lines under the cap pass unchanged", max: 64, sse: true,
+			in:   "event: message\ndata: {\"id\":1,\ndata: \"result\":0}\r\n\r\n: c\n\n",
+			want: "event: message\ndata: {\"id\":1,\ndata: \"result\":0}\r\n\r\n: c\n\n"},
+		{name: "sse event of many short data lines counts as one message", max: 40, sse: true,
+			in:   "data: {\"id\":1,\"result\":\"\n" + strings.Repeat("data: yyyy\n", 50) + "data: \"}\n\ndata: {\"id\":2}\n\n",
+			want: "data: {\"id\":1,\"result\":\"\ndata: yyyy\ndata: \n\nevent: message\ndata: " + errLine("1", 40) + "\n\ndata: {\"id\":2}\n\n", over: []string{"int64:1"}},
+		{name: "sse id after many data lines is found across them", max: 40, sse: true,
+			in:   "data: {\"result\":[\n" + strings.Repeat("data: 1,\n", 50) + "data: 2],\"id\":\"x\"}\r\n\r\n",
+			want: "data: {\"result\":[\ndata: 1,\ndata: 1,\ndata: 1\n\nevent: message\ndata: " + errLine(`"x"`, 40) + "\n\n", over: []string{"string:x"}},
+		{name: "sse endless junk data lines end the connection", max: 16, sse: true,
+			in: strings.Repeat("data: "+big+"\n", 20), want: "data: yyyyyyyyyy\n", ended: true, wantErr: true},
 	}
 	for _, tt := range tests {
 		for _, chunk := range []int{0, 1, 3} {
@@ -137,6 +148,7 @@ func FuzzLineLimiter(f *testing.F) {
 	f.Add([]byte(`{"result":{"a":[1,2,{"id":3}]},"id":"x"}`), uint8(10), false)
 	f.Add([]byte("event: message\ndata: {\"id\":1,\"result\":\"zzzzzzzzzzzzzzzzzzzz\"}\n\n"), uint8(20), true)
 	f.Add([]byte("{\"id\":\"\\\"\\\\\",\"r\":\"\\u0041\"}\n"), uint8(4), false)
+	f.Add([]byte("data: {\"id\":1,\ndata: \"r\":\"zzzzzz\"}\r\n\r\n: x\ndata: 1\n\n"), uint8(12), true)
 	f.Fuzz(func(t *testing.T, in []byte, size uint8, sse bool) {
 		limit := int64(size%64) + 1
 		rc := newResultCap(limit, slog.New(slog.DiscardHandler), nil)
@@ -153,12 +165,29 @@ func FuzzLineLimiter(f *testing.F) {
 				t.Fatalf("an output line of %d bytes passed a cap of %d", len(line), limit)
 			}
 		}
-		longest := 0
-		for line := range bytes.SplitSeq(in, []byte("\n")) {
-			longest = max(longest, len(line))
-		}
-		if int64(longest) <= limit && !bytes.Equal(out, in) {
-			t.Fatalf("lines under the cap changed:\n %q\n %q", in, out)
+		if int64(longestMessage(in, sse)) <= limit && !bytes.Equal(out, in) {
+			t.Fatalf("messages under the cap changed:\n %q\n %q", in, out)
 		}
 	})
+}
+
+// longestMessage is the size of the largest message in a stream as the
+// limiter counts it: a line, or in sse mode the lines of an event up to the
+// blank line that ends it (line terminators not counted).
+func longestMessage(in []byte, sse bool) int {
+	lines := bytes.Split(in, []byte("\n"))
+	longest, msg := 0, 0
+	for i, line := range lines {
+		if !sse {
+			longest = max(longest, len(line))
+			continue
+		}
+		if i < len(lines)-1 && (len(line) == 0 || string(line) == "\r") {
+			msg = 0
+			continue
+		}
+		msg += len(line)
+		longest = max(longest, msg)
+	}
+	return longest
 }
