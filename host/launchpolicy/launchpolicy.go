@@ -393,7 +393,7 @@ func pythonSafeEnv(upper string) bool {
 // npm's counterpart, npm_config_script_shell, is an npm command config.
 func confinementEnv(upper string) bool {
 	switch upper {
-	case "UV_NO_CONFIG", "UV_CONFIG_FILE", "PYTHONSAFEPATH",
+	case "UV_NO_CONFIG", "UV_CONFIG_FILE", "UV_NO_PROJECT", "PYTHONSAFEPATH",
 		// uvx's file and folder options (uvxConfigOption) as variables.
 		"UV_OVERRIDE", "UV_CONSTRAINT", "UV_BUILD_CONSTRAINT", "UV_FIND_LINKS", "UV_ENV_FILE",
 		"UV_PROJECT", "UV_WORKING_DIR", "UV_WORKING_DIRECTORY", "UV_CACHE_DIR":

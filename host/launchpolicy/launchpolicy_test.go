@@ -282,6 +282,7 @@ func TestEnvScreen(t *testing.T) {
 		{"UV_NO_CONFIG", confine},
 		{"uv_no_config", confine},
 		{"UV_CONFIG_FILE", confine},
+		{"UV_NO_PROJECT", confine},
 		{"PYTHONSAFEPATH", confine},
 		{"PYTHONSAFEPATH=", confine},
 		{"UV_INDEX_URL", 0},
