@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -57,6 +58,17 @@ type File struct {
 	abs  string // absolute form, used for every file operation
 	log  *slog.Logger
 	ops  fsOps // real file-system calls; tests replace them to inject faults
+	max  int64 // WithMaxSize; zero reads any size
+}
+
+// ErrTooLarge is wrapped by Read for a file above the size WithMaxSize set.
+var ErrTooLarge = errors.New("extensions config file is too large")
+
+// WithMaxSize makes Read refuse a file larger than n bytes, by its size,
+// without reading it. Call it before the File is shared.
+func (f *File) WithMaxSize(n int64) *File {
+	f.max = n
+	return f
 }
 
 // New returns the guard for path (the path as configured; a symlink is resolved at write time
@@ -154,12 +166,24 @@ func (f *File) Read(ctx context.Context) (data []byte, exists bool, err error) {
 }
 
 func (f *File) readLocked() ([]byte, bool, error) {
-	data, err := os.ReadFile(f.abs)
+	fh, err := os.Open(f.abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("read extensions config %s: %w", f.path, err)
+	}
+	defer fh.Close()
+	var r io.Reader = fh
+	if f.max > 0 {
+		r = io.LimitReader(fh, f.max+1) // a file that grows while it is read is caught too
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, false, fmt.Errorf("read extensions config %s: %w", f.path, err)
+	}
+	if f.max > 0 && int64(len(data)) > f.max {
+		return nil, true, fmt.Errorf("read extensions config %s: %w: above the limit of %d bytes", f.path, ErrTooLarge, f.max)
 	}
 	return data, true, nil
 }

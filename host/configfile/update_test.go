@@ -132,6 +132,29 @@ func TestReadMissing(t *testing.T) {
 	}
 }
 
+// TestReadMaxSize: with WithMaxSize, a file above the size is refused with
+// ErrTooLarge and never returned; one at the size reads whole.
+func TestReadMaxSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	f := New(path, nil).WithMaxSize(16)
+	for _, tc := range []struct {
+		content string
+		tooBig  bool
+	}{
+		{`{"mcpServers":{}}`[:16], false},
+		{`{"mcpServers": {}}`, true},
+	} {
+		writeFile(t, path, tc.content, 0o600)
+		data, exists, err := f.Read(context.Background())
+		switch {
+		case tc.tooBig && (!errors.Is(err, ErrTooLarge) || data != nil || !exists):
+			t.Errorf("%d bytes: Read = %q, %v, %v; want ErrTooLarge", len(tc.content), data, exists, err)
+		case !tc.tooBig && (err != nil || string(data) != tc.content):
+			t.Errorf("%d bytes: Read = %q, %v; want the file", len(tc.content), data, err)
+		}
+	}
+}
+
 // TestLocksHeldThroughCycle: both the in-process mutex and the sidecar flock
 // are held while fn and after run, and released afterwards. For a symlinked
 // config the sidecar sits beside the link's target.

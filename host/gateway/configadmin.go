@@ -73,7 +73,7 @@ func (s *Server) configFile() (*configfile.File, error) {
 		}
 		path = filepath.Join(dir, config.DefaultNames[0])
 	}
-	return configfile.New(path, s.log), nil
+	return configfile.New(path, s.log).WithMaxSize(config.MaxFileSize), nil
 }
 
 // launchPolicy is the stdio launch policy; without one in the options it is
@@ -235,6 +235,10 @@ func (s *Server) mutate(c echo.Context, m mutation) error {
 		data, err := encodeDocument(doc.root)
 		if err != nil {
 			return nil, err
+		}
+		if n := int64(len(data)); n > config.MaxFileSize {
+			// The host would refuse to load it and keep serving the old tools.
+			return nil, adminFail(http.StatusBadRequest, "Invalid MCP configuration: the file would be %d bytes, above the limit of %d bytes", n, config.MaxFileSize)
 		}
 		// The loader the host uses, with the process environment: $VAR
 		// references resolve exactly as they will when the file is loaded.

@@ -1226,3 +1226,35 @@ func TestConfigAdminEnvironAttackWithRealNpx(t *testing.T) {
 		t.Fatal("an attack sent through the config API ran its canary")
 	}
 }
+
+// A config file above config.MaxFileSize is refused both ways: the API never
+// writes one (the host would refuse to load it and keep the old tools), and
+// GET refuses to read one by its size instead of reading it whole.
+func TestConfigAdminFileSizeLimit(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	server := func(i int) string {
+		return fmt.Sprintf(`"s%d": {"type": "http", "url": "https://example.invalid/%d", "enabled": false, "description": %q}`, i, i, big)
+	}
+	a := newAdminAPI(t, `{"mcpServers": {`+server(0)+`, `+server(1)+`, `+server(2)+`}}`)
+	before := a.file()
+	code, res := a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {`+server(3)+`, `+server(4)+`}}`)
+	wantError(t, code, res, 400, "above the limit of 4194304 bytes")
+	a.unchanged(before)
+	if code, res := a.call("POST", "/api/mcp/config/servers", `{"mcp_servers": {"small": {"type": "http", "url": "https://example.invalid/s"}}}`); code != 200 {
+		t.Errorf("a small addition: %d %v", code, res)
+	}
+
+	// GET through the host's own resolution of the file (no ConfigFile
+	// option), against a file the operator made too large.
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	doc := `{"mcpServers": {` + server(0) + `, ` + server(1) + `, ` + server(2) + `, ` + server(3) + `, ` + server(4) + `}}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path})
+	t.Cleanup(cache.Close)
+	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	t.Cleanup(srv.Close)
+	code, res = (&api{t: t, url: srv.URL}).do("GET", "/api/mcp/config", "")
+	wantError(t, code, res, 500, "too large", "above the limit of 4194304 bytes")
+}
