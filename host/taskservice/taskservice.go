@@ -605,3 +605,24 @@ func (s *Service) CancelMatching(ctx context.Context, threadID, userID, name str
 	}
 	return row, err
 }
+
+// GetOwned returns one of the user's tasks whatever its thread
+// (taskstore.ErrNotFound for an unknown id or another user's task). Task
+// ids are unique, so an MCP client bound to the principal finds its task
+// without naming the thread it was submitted in.
+func (s *Service) GetOwned(ctx context.Context, id, userID string) (taskstore.Task, error) {
+	return s.store.Get(ctx, id, userID)
+}
+
+// ListOwned pages through the user's tasks in every thread, newest first,
+// after the position (before, beforeID) of the previous page's last row
+// (zero before: from the newest; see taskstore.Store.ListByUser).
+func (s *Service) ListOwned(ctx context.Context, userID string, before time.Time, beforeID string, limit int) ([]taskstore.Task, error) {
+	return s.store.ListByUser(ctx, userID, before, beforeID, limit)
+}
+
+// UserEvents pages through the user's task events in every thread, oldest
+// first, after the position (at, id) (see taskstore.Store.UserEvents).
+func (s *Service) UserEvents(ctx context.Context, userID string, at time.Time, id string, limit int) ([]taskstore.Task, error) {
+	return s.store.UserEvents(ctx, userID, at, id, limit)
+}

@@ -210,19 +210,32 @@ func (s *Store) DeadLetter(ctx context.Context, l NotifyLease, errText string, c
 // all of at). Paging with the last row's position reads every row exactly
 // once, however many share a millisecond.
 func (s *Store) ThreadEvents(ctx context.Context, threadID, userID string, at time.Time, id string, limit int) ([]Task, error) {
+	return s.events(ctx, "thread events", "thread_id = $5 AND ", userID, at, id, limit, threadID)
+}
+
+// UserEvents is ThreadEvents over every thread of the user: what an MCP
+// client bound to the principal, not to a thread, watches.
+func (s *Store) UserEvents(ctx context.Context, userID string, at time.Time, id string, limit int) ([]Task, error) {
+	return s.events(ctx, "user events", "", userID, at, id, limit)
+}
+
+// events runs the events page query with scope (conditions on $5 on, each
+// followed by AND) in front of the user and position conditions.
+func (s *Store) events(ctx context.Context, what, scope, userID string, at time.Time, id string, limit int, more ...any) ([]Task, error) {
 	if limit <= 0 {
-		return nil, errors.New("taskstore: thread events limit must be positive")
+		return nil, errors.New("taskstore: " + what + " limit must be positive")
 	}
+	args := append([]any{at.UnixMilli(), userID, id, limit}, more...)
 	rows, err := s.read.QueryContext(ctx, "SELECT "+taskColumns+` FROM mcp_tasks
- WHERE thread_id = $1 AND event_recorded_at >= $2 AND user_id = $3
- AND (event_recorded_at > $2 OR id > $4)
- ORDER BY event_recorded_at, id LIMIT $5`, threadID, at.UnixMilli(), userID, id, limit)
+ WHERE `+scope+`event_recorded_at >= $1 AND user_id = $2
+ AND (event_recorded_at > $1 OR id > $3)
+ ORDER BY event_recorded_at, id LIMIT $4`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("taskstore: thread events: %w", err)
+		return nil, fmt.Errorf("taskstore: %s: %w", what, err)
 	}
 	tasks, err := scanTasks(rows)
 	if err != nil {
-		return nil, fmt.Errorf("taskstore: thread events: %w", err)
+		return nil, fmt.Errorf("taskstore: %s: %w", what, err)
 	}
 	return tasks, nil
 }

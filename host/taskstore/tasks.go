@@ -428,3 +428,31 @@ func snapshotArgs(s Snapshot) []any {
 	return []any{s.Status, jsonText(s.Result), text(s.ResultPreview), s.ResultTruncated,
 		jsonText(s.ResultArtifact), text(s.Error), jsonText(s.InputRequired)}
 }
+
+// ListByUser returns up to limit of the user's tasks in every thread, newest
+// first (created_at, then id, descending), after the position (before,
+// beforeID) of the previous page's last row: created earlier than before, or
+// at before with a smaller id. A zero before starts at the newest task.
+// Paging with the last row's position reads every task exactly once, however
+// many share a millisecond. It serves MCP's tasks/list, which is bound to the
+// principal rather than to a thread.
+func (s *Store) ListByUser(ctx context.Context, userID string, before time.Time, beforeID string, limit int) ([]Task, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("taskstore: list limit must be positive, got %d", limit)
+	}
+	q := "SELECT " + taskColumns + " FROM mcp_tasks WHERE user_id = $1"
+	args := []any{userID, limit}
+	if !before.IsZero() {
+		q += " AND (created_at < $3 OR (created_at = $3 AND id < $4))"
+		args = append(args, before.UnixMilli(), beforeID)
+	}
+	rows, err := s.read.QueryContext(ctx, q+" ORDER BY created_at DESC, id DESC LIMIT $2", args...)
+	if err != nil {
+		return nil, fmt.Errorf("taskstore: list tasks of user: %w", err)
+	}
+	tasks, err := scanTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("taskstore: list tasks of user: %w", err)
+	}
+	return tasks, nil
+}

@@ -58,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"NotifyDeadLetter", testNotifyDeadLetter},
 		{"NotifyFencing", testNotifyFencing},
 		{"ThreadEvents", testThreadEvents},
+		{"UserEvents", testUserEvents},
+		{"ListByUser", testListByUser},
 		{"HasActive", testHasActive},
 		{"ClaimDueFairAcrossUsers", testClaimDueFairAcrossUsers},
 		{"ClaimDueCountsLiveLeases", testClaimDueCountsLiveLeases},
@@ -979,4 +981,85 @@ func PostgresSchema(tb testing.TB, base string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+func testListByUser(t *testing.T, s *taskstore.Store) {
+	ctx := context.Background()
+	create(t, s, newTask("a"), at(0))
+	create(t, s, newTask("c", func(nt *taskstore.NewTask) { nt.ThreadID = "thread-2" }), at(time.Second))
+	create(t, s, newTask("b"), at(time.Second)) // same created_at as c: id breaks the tie
+	create(t, s, newTask("d", func(nt *taskstore.NewTask) { nt.Status = "completed" }), at(2*time.Second))
+	create(t, s, newTask("other-user", func(nt *taskstore.NewTask) { nt.UserID = "user-2" }), at(3*time.Second))
+
+	tests := []struct {
+		name  string
+		user  string
+		limit int
+		want  []string
+	}{
+		{"every thread, by pages", user, 1, []string{"d", "c", "b", "a"}},
+		{"pages sharing a millisecond", user, 2, []string{"d", "c", "b", "a"}},
+		{"one page", user, 50, []string{"d", "c", "b", "a"}},
+		{"another user", "user-2", 50, []string{"other-user"}},
+		{"a user without tasks", "user-3", 50, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			var before time.Time
+			var beforeID string
+			for range 10 {
+				page, err := s.ListByUser(ctx, tt.user, before, beforeID, tt.limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, ids(page)...)
+				if len(page) < tt.limit {
+					break
+				}
+				before, beforeID = page[len(page)-1].CreatedAt, page[len(page)-1].ID
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ListByUser = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if _, err := s.ListByUser(ctx, user, time.Time{}, "", 0); err == nil {
+		t.Error("ListByUser with limit 0: want an error")
+	}
+}
+
+func testUserEvents(t *testing.T, s *taskstore.Store) {
+	ctx := context.Background()
+	create(t, s, newTask("working"), at(0)) // no event
+	create(t, s, newTask("b", func(nt *taskstore.NewTask) { nt.Snapshot = status("failed") }), at(time.Second))
+	create(t, s, newTask("a", func(nt *taskstore.NewTask) {
+		nt.ThreadID, nt.Snapshot = "thread-2", status("completed")
+	}), at(2*time.Second))
+	create(t, s, newTask("other-user", func(nt *taskstore.NewTask) {
+		nt.UserID, nt.Snapshot = "user-2", status("completed")
+	}), at(2*time.Second))
+	tests := []struct {
+		name  string
+		user  string
+		since time.Time
+		id    string
+		want  []string
+	}{
+		{"every thread", user, at(0), "", []string{"b", "a"}},
+		{"since a time", user, at(1500 * time.Millisecond), "", []string{"a"}},
+		{"after a position", user, at(time.Second), "b", []string{"a"}},
+		{"another user", "user-2", at(0), "", []string{"other-user"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, err := s.UserEvents(ctx, tt.user, tt.since, tt.id, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(evs); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("UserEvents = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
