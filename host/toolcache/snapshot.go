@@ -151,7 +151,8 @@ func (s *Snapshot) CallServerTool(ctx context.Context, server, tool string, req 
 
 // Invoke routes a tool call through the interceptor chain to the server the
 // tool came from (never chosen by its name) and returns the raw
-// CallToolResult. A name no server exposes is ErrUnknownTool; every other
+// CallToolResult; req.Method and req.Params are not read (Send serves other
+// methods). A name no server exposes is ErrUnknownTool; every other
 // failure, denials included, is *dispatch.CallError.
 func (s *Snapshot) Invoke(ctx context.Context, req dispatch.Request) (json.RawMessage, error) {
 	t, ok := s.Tool(req.Name)
