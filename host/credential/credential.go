@@ -35,6 +35,14 @@ func BackgroundChain(ext *config.Extensions, tokens *oauth.Manager, custom []int
 	return chain(ext, tokens, custom, log, false)
 }
 
+// Layers is Chain without custom interceptors, for every request other than
+// tools/call (resources/read, prompts/get, ...): the built-in layers put the
+// server's credentials on any request, while plugins' ABI speaks of tool
+// calls, so they see tool calls only.
+func Layers(ext *config.Extensions, tokens *oauth.Manager, log *slog.Logger) []interceptor.Interceptor {
+	return chain(ext, tokens, nil, log, true)
+}
+
 func chain(ext *config.Extensions, tokens *oauth.Manager, custom []interceptor.Interceptor, log *slog.Logger, requestScoped bool) []interceptor.Interceptor {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -140,6 +140,11 @@ func TestChainComposition(t *testing.T) {
 			if got := len(credential.Chain(ext, tokens, custom, nil)); got != tc.want {
 				t.Errorf("Chain has %d layers, want %d", got, tc.want)
 			}
+			// Requests other than tools/call get the built-in layers only.
+			layers := credential.Layers(ext, tokens, nil)
+			if got := len(layers); got != tc.want-tc.custom {
+				t.Errorf("Layers has %d layers, want %d (no custom ones)", got, tc.want-tc.custom)
+			}
 		})
 	}
 	if n := ep.hits.Load(); n != 0 {

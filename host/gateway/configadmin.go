@@ -21,9 +21,9 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/configfile"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/launchpolicy"
-	"github.com/antler-mcp/antler/host/toolcache"
 )
 
 // The config admin API (DeerFlow's routers/mcp.py): GET, PUT and PATCH
@@ -300,7 +300,7 @@ func (s *Server) configFailure(c echo.Context, err error, prefix string) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return fail(c, http.StatusServiceUnavailable, "%s: the request ended while waiting for the configuration lock", prefix)
 	}
-	msg := toolcache.Redact(err.Error())
+	msg := dispatch.Redact(err.Error())
 	s.log.Error("config admin: write failed", "request_id", requestIDFrom(c), "error", msg)
 	return fail(c, http.StatusInternalServerError, "%s: %s", prefix, msg)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/configfile"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/taskservice"
@@ -198,7 +199,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			msg = fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes)
 		}
 	} else {
-		s.log.Error("request failed", "request_id", requestIDFrom(c), "error", toolcache.Redact(err.Error()))
+		s.log.Error("request failed", "request_id", requestIDFrom(c), "error", dispatch.Redact(err.Error()))
 	}
 	_ = c.JSON(code, apiError{Error: msg})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/routing"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -18,7 +19,7 @@ func (s *Server) snapshot(c echo.Context) (*toolcache.Snapshot, error) {
 	snap, err := s.cache.Snapshot(c.Request().Context())
 	if err != nil {
 		s.log.Warn("MCP tools unavailable", "request_id", requestIDFrom(c), "error", err.Error())
-		return nil, fail(c, http.StatusServiceUnavailable, "MCP tools are unavailable: %s", toolcache.Redact(err.Error()))
+		return nil, fail(c, http.StatusServiceUnavailable, "MCP tools are unavailable: %s", dispatch.Redact(err.Error()))
 	}
 	return snap, nil
 }
@@ -71,7 +72,7 @@ func (s *Server) callTool(c echo.Context) error {
 	if tool.TaskToolset != nil {
 		return s.submitTask(c, tool, req)
 	}
-	raw, err := snap.Invoke(c.Request().Context(), toolcache.CallRequest{
+	raw, err := snap.Invoke(c.Request().Context(), dispatch.Request{
 		Name:      name,
 		Arguments: req.Arguments,
 		UserID:    s.callerUser(c, req.UserID),
@@ -79,7 +80,7 @@ func (s *Server) callTool(c echo.Context) error {
 		Secrets:   req.Secrets,
 	})
 	if err != nil {
-		var ce *toolcache.CallError
+		var ce *dispatch.CallError
 		if errors.As(err, &ce) {
 			return c.JSON(http.StatusOK, errorResult(ce.Message))
 		}

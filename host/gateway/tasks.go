@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
@@ -57,13 +58,13 @@ func (s *Server) submitTask(c echo.Context, t toolcache.Tool, req CallRequest) e
 		DriverData: ordinary.DriverData(t.TaskToolset.SubmitTool, t.TaskToolset.StatusTool, t.TaskToolset.CancelTool),
 	})
 	if err != nil {
-		s.log.Warn("MCP task submit failed", "request_id", requestIDFrom(c), "server", t.Server, "user", p.User, "error", toolcache.Redact(err.Error()))
+		s.log.Warn("MCP task submit failed", "request_id", requestIDFrom(c), "server", t.Server, "user", p.User, "error", dispatch.Redact(err.Error()))
 		msg := err.Error()
 		if dup := (*taskstore.DuplicateError)(nil); errors.As(err, &dup) {
 			// Its text quotes the remote id, which agents never see.
 			msg = "The remote MCP task is already tracked for server '" + dup.ServerName + "' by this user"
 		}
-		return c.JSON(http.StatusOK, errorResult(task.Truncate(toolcache.Redact(msg), task.MaxPublicErrorChars)))
+		return c.JSON(http.StatusOK, errorResult(task.Truncate(dispatch.Redact(msg), task.MaxPublicErrorChars)))
 	}
 	return c.JSON(http.StatusOK, toolResult(map[string]any{
 		"task_id": row.ID, "task_name": row.TaskName, "status": row.Status, "message": "Task is running in the background.",

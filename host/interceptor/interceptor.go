@@ -1,7 +1,9 @@
 // Package interceptor is the tool-call chain: every call to an upstream tool
 // passes through an ordered list of interceptors that may change its headers
 // and arguments or deny it, and then reaches the transport. Built-in
-// credential layers and (later) plugins implement the same interface.
+// credential layers and plugins implement the same interface. host/dispatch
+// builds each Request from the door's dispatch.Request; requests other than
+// tools/call pass through the built-in credential layers only.
 //
 // Order is DeerFlow's: the first interceptor is the outermost, so a later one
 // runs closer to the transport and its header writes win:
@@ -17,7 +19,9 @@ import (
 	"github.com/antler-mcp/antler/host/header"
 )
 
-// Request is one tool call on its way to an upstream server.
+// Request is one tool call (or, for the credential layers, another MCP
+// request, with Tool, ExposedName and Arguments empty) on its way to an
+// upstream server.
 type Request struct {
 	// Server is the server the tool was discovered from.
 	Server *config.Server

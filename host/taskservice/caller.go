@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
@@ -47,5 +48,7 @@ func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json
 	if !call.RequestScopedHeaders {
 		secrets = nil // background calls never carry per-request credentials
 	}
-	return snap.CallServerTool(ctx, call.Server, call.Tool, call.Arguments, call.UserID, call.ThreadID, secrets, call.RequestScopedHeaders)
+	return snap.CallServerTool(ctx, call.Server, call.Tool, dispatch.Request{
+		Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: secrets,
+	}, call.RequestScopedHeaders)
 }

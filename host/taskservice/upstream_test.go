@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/taskservice"
@@ -70,7 +71,7 @@ func serverStats(t testing.TB, cache *toolcache.Cache, user string) reportStats 
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", json.RawMessage(`{}`), user, "t1", nil, false)
+	raw, err := snap.CallServerTool(context.Background(), "reports", "report_stats", dispatch.Request{Arguments: json.RawMessage(`{}`), UserID: user, ThreadID: "t1"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

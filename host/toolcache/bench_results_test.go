@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
@@ -51,7 +52,7 @@ func BenchmarkFourParallel144MBResults(b *testing.B) {
 		for i := range 4 {
 			wg.Go(func() {
 				// Four threads: four stdio sessions, as four agents' calls.
-				_, err := s.Invoke(ctx, toolcache.CallRequest{Name: "big_blob", Arguments: args, ThreadID: fmt.Sprintf("t%d", i)})
+				_, err := s.Invoke(ctx, dispatch.Request{Name: "big_blob", Arguments: args, ThreadID: fmt.Sprintf("t%d", i)})
 				if err != nil {
 					mu.Lock()
 					failed++

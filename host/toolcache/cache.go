@@ -4,6 +4,8 @@
 // use, a (path, mtime, size, sha256) check on every read, generation numbers
 // so a reset or an edit during discovery discards that discovery, and
 // last-known-good tools when the file is deleted or broken after a good load.
+// A Snapshot resolves a request's target (a tool's exposed name, a server)
+// and hands it to host/dispatch, which owns the path to the wire.
 package toolcache
 
 import (
@@ -25,6 +27,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/credential"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/header"
 	"github.com/antler-mcp/antler/host/interceptor"
@@ -550,9 +553,10 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		Warnings:     ext.Warnings,
 		TaskFreeze:   ext.TaskFreeze(),
 		byName:       map[string]int{},
-		endpoints:    map[string]*endpoint{},
+		endpoints:    map[string]*dispatch.Endpoint{},
 		chain:        credential.Chain(ext, tokens, pluginInterceptors(loaded), log),
 		background:   credential.BackgroundChain(ext, tokens, pluginInterceptors(loaded), log),
+		credentials:  credential.Layers(ext, tokens, log),
 		plugins:      loaded,
 		pool:         pool,
 		slices:       map[string][]byte{},
@@ -570,15 +574,16 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			continue
 		}
 		st.State = StateConnected
-		ep := &endpoint{server: srv, opts: uoptsFor(srv), log: log, conn: r.conn}
+		eopts := dispatch.Options{Upstream: uoptsFor(srv), Logger: log, Conn: r.conn}
 		if srv.IsStdio() {
 			st.ProtocolVersion = r.protocol
 			sum := sha256.Sum256(srv.Slice())
-			ep.pool, ep.dataDir, ep.version = pool, opts.DataDir, hex.EncodeToString(sum[:8])
+			eopts.Pool, eopts.DataDir, eopts.Version = pool, opts.DataDir, hex.EncodeToString(sum[:8])
 			snap.slices[srv.Name] = srv.Slice()
 		} else {
 			st.ProtocolVersion = r.conn.ProtocolVersion()
 		}
+		ep := dispatch.NewEndpoint(srv, eopts)
 		snap.endpoints[srv.Name] = ep
 		roles, missing := taskRoles(srv, r.tools)
 		if len(missing) > 0 {
@@ -586,7 +591,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			st.Error = fmt.Sprintf("MCP server '%s' task_toolsets reference missing raw tool(s): %s", srv.Name, strings.Join(missing, ", "))
 			st.PublicError = st.Error
 			log.Warn("MCP server misconfigured", "server", srv.Name, "error", st.Error)
-			ep.close()
+			ep.Close()
 			delete(snap.endpoints, srv.Name)
 			snap.Servers = append(snap.Servers, st)
 			continue
@@ -687,7 +692,7 @@ func discoveryReason(srv *config.Server, err error) (detail, public string) {
 		msg := fmt.Sprintf("tool discovery timed out after %s", srv.SessionInitTimeout)
 		return msg, msg
 	}
-	detail = truncate(Redact(err.Error()), 500)
+	detail = truncate(dispatch.Redact(err.Error()), 500)
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
 		return detail, "the server's process could not be started"
@@ -695,4 +700,19 @@ func discoveryReason(srv *config.Server, err error) (detail, public string) {
 		return detail, "the server refused the connection"
 	}
 	return detail, "tool discovery failed"
+}
+
+// withTimeout bounds ctx by d; zero means no bound.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

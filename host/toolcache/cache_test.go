@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
@@ -101,7 +102,7 @@ type identity struct {
 // whoamiAs calls a whoami tool for a user's thread.
 func whoamiAs(t *testing.T, s *toolcache.Snapshot, tool, user, thread string) identity {
 	t.Helper()
-	raw, err := s.Invoke(context.Background(), toolcache.CallRequest{Name: tool, Arguments: json.RawMessage(`{}`), UserID: user, ThreadID: thread})
+	raw, err := s.Invoke(context.Background(), dispatch.Request{Name: tool, Arguments: json.RawMessage(`{}`), UserID: user, ThreadID: thread})
 	if err != nil {
 		t.Fatalf("call %s: %v", tool, err)
 	}
@@ -346,7 +347,7 @@ func TestTimeoutFailsTheCallButKeepsTheSession(t *testing.T) {
 	s := b.snap()
 	pid := whoami(t, s, "a_whoami")
 	_, err := s.Call(context.Background(), "a_sleep", json.RawMessage(`{"ms": 5000}`))
-	var ce *toolcache.CallError
+	var ce *dispatch.CallError
 	if !errors.As(err, &ce) || !ce.Timeout {
 		t.Fatalf("err = %v, want a timeout CallError", err)
 	}
@@ -363,7 +364,7 @@ func TestCrashedChildFailsThatCallAndTheNextGetsANewProcess(t *testing.T) {
 	s := b.snap()
 	pid := whoami(t, s, "a_whoami")
 	_, err := s.Call(context.Background(), "a_exit", json.RawMessage(`{"code": 3}`))
-	var ce *toolcache.CallError
+	var ce *dispatch.CallError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a CallError", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -77,6 +77,6 @@ func TestPooledServerRunsNoAgentFile(t *testing.T) {
 }
 
 // callReq is a call of tool by alice on thread t1 with no arguments.
-func callReq(tool string) toolcache.CallRequest {
-	return toolcache.CallRequest{Name: tool, Arguments: json.RawMessage(`{}`), UserID: "alice", ThreadID: "t1"}
+func callReq(tool string) dispatch.Request {
+	return dispatch.Request{Name: tool, Arguments: json.RawMessage(`{}`), UserID: "alice", ThreadID: "t1"}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
@@ -49,7 +50,7 @@ func newFairRig(t *testing.T, opts toolcache.Options) *fairRig {
 // invoke calls a tool as user in thread and returns its structuredContent.
 func (r *fairRig) invoke(s *toolcache.Snapshot, tool, user, thread string, args any) (map[string]any, error) {
 	a, _ := json.Marshal(args)
-	raw, err := s.Invoke(context.Background(), toolcache.CallRequest{Name: tool, Arguments: a, UserID: user, ThreadID: thread})
+	raw, err := s.Invoke(context.Background(), dispatch.Request{Name: tool, Arguments: a, UserID: user, ThreadID: thread})
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func TestFloodingUserCannotEvictOtherUsersCallsOrTasks(t *testing.T) {
 			for i := range 40 {
 				wg.Go(func() {
 					_, err := r.invoke(s, "demo_sleep", "mallory", fmt.Sprint("par-", i), map[string]any{"ms": 1500})
-					var ce *toolcache.CallError
+					var ce *dispatch.CallError
 					switch {
 					case errors.As(err, &ce) && strings.Contains(ce.Message, tt.wantMessage):
 						mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
@@ -49,8 +50,8 @@ func TestSessionsArePerUserAndThread(t *testing.T) {
 			t.Errorf("%s = %q, want %q as the agent sees it", k, alice1.Env[k], tmp)
 		}
 	}
-	if got := alice1.Env[toolcache.WorkspaceEnv]; got != "/mnt/user-data/workspace" {
-		t.Errorf("%s = %q, want the thread workspace %q as the agent sees it", toolcache.WorkspaceEnv, got, want)
+	if got := alice1.Env[dispatch.WorkspaceEnv]; got != "/mnt/user-data/workspace" {
+		t.Errorf("%s = %q, want the thread workspace %q as the agent sees it", dispatch.WorkspaceEnv, got, want)
 	}
 	if st, err := os.Stat(tmp); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("tmp dir %v, %v: want mode 0700", st, err)
@@ -64,8 +65,8 @@ func TestOperatorCwdAndTmpdirWin(t *testing.T) {
 	cwd := t.TempDir()
 	b, _ := pooledBundle(t, doc(`"fs": `+stdio(testmcp.Build(t), `"cwd": "`+cwd+`", "env": {"TMPDIR": "/operator/tmp", "ANTLER_THREAD_WORKSPACE": "/operator/ws"}`)))
 	id := whoamiAs(t, b.snap(), "fs_whoami", "alice", "t1")
-	if id.Cwd != cwd || id.Env["TMPDIR"] != "/operator/tmp" || id.Env[toolcache.WorkspaceEnv] != "/operator/ws" {
-		t.Errorf("cwd %q TMPDIR %q %s %q: the operator's settings must win", id.Cwd, id.Env["TMPDIR"], toolcache.WorkspaceEnv, id.Env[toolcache.WorkspaceEnv])
+	if id.Cwd != cwd || id.Env["TMPDIR"] != "/operator/tmp" || id.Env[dispatch.WorkspaceEnv] != "/operator/ws" {
+		t.Errorf("cwd %q TMPDIR %q %s %q: the operator's settings must win", id.Cwd, id.Env["TMPDIR"], dispatch.WorkspaceEnv, id.Env[dispatch.WorkspaceEnv])
 	}
 	if id.Env["TMP"] == "" || id.Env["TMP"] == "/operator/tmp" {
 		t.Errorf("TMP %q: unset by the operator, so the workspace's", id.Env["TMP"])
@@ -96,7 +97,7 @@ func TestCrashFailsOnlyThatCallAndThatScope(t *testing.T) {
 	s := b.snap()
 	alice := whoamiAs(t, s, "fs_whoami", "alice", "t1").PID
 	bob := whoamiAs(t, s, "fs_whoami", "bob", "t1").PID
-	if _, err := s.Invoke(context.Background(), toolcache.CallRequest{Name: "fs_exit", Arguments: json.RawMessage(`{"code": 3}`), UserID: "alice", ThreadID: "t1"}); err == nil {
+	if _, err := s.Invoke(context.Background(), dispatch.Request{Name: "fs_exit", Arguments: json.RawMessage(`{"code": 3}`), UserID: "alice", ThreadID: "t1"}); err == nil {
 		t.Fatal("the call that crashed its server succeeded")
 	}
 	if got := whoamiAs(t, s, "fs_whoami", "alice", "t1").PID; got == alice {
@@ -129,7 +130,7 @@ func TestConfigChangeRetiresOnlyThatServersSessions(t *testing.T) {
 
 func TestInvalidThreadIsRefused(t *testing.T) {
 	b, _ := pooledBundle(t, doc(`"fs": `+stdio(testmcp.Build(t), "")))
-	_, err := b.snap().Invoke(context.Background(), toolcache.CallRequest{Name: "fs_whoami", ThreadID: "../escape"})
+	_, err := b.snap().Invoke(context.Background(), dispatch.Request{Name: "fs_whoami", ThreadID: "../escape"})
 	if err == nil {
 		t.Fatal("a thread id with .. was used")
 	}
@@ -137,7 +138,7 @@ func TestInvalidThreadIsRefused(t *testing.T) {
 
 func TestWrittenFilesComeBackAsVirtualPaths(t *testing.T) {
 	b, data := pooledBundle(t, doc(`"fs": `+stdio(testmcp.Build(t), "")))
-	raw, err := b.snap().Invoke(context.Background(), toolcache.CallRequest{
+	raw, err := b.snap().Invoke(context.Background(), dispatch.Request{
 		Name: "fs_write_file", Arguments: json.RawMessage(`{"path": "reports/q3.md", "content": "hi"}`), UserID: "alice", ThreadID: "t1"})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testnpm"
@@ -40,7 +41,7 @@ func allocated(f func()) uint64 {
 func callTool(s *toolcache.Snapshot, name, args string) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return s.Invoke(ctx, toolcache.CallRequest{Name: name, Arguments: json.RawMessage(args)})
+	return s.Invoke(ctx, dispatch.Request{Name: name, Arguments: json.RawMessage(args)})
 }
 
 // The attack: a tool answers with 64 MiB over each transport while the
@@ -74,7 +75,7 @@ func TestResultAboveMaxResultBytesIsRefusedWhileRead(t *testing.T) {
 			n := allocated(func() {
 				_, callErr = callTool(s, server+"_blob", fmt.Sprintf(`{"bytes": %d}`, bigResult))
 			})
-			var ce *toolcache.CallError
+			var ce *dispatch.CallError
 			if !errors.As(callErr, &ce) {
 				t.Fatalf("oversize call: got %v, want a *CallError", callErr)
 			}
@@ -123,7 +124,7 @@ func TestFilesystemReadMultipleFilesAboveTheHostDefault(t *testing.T) {
 	}
 	all, _ := json.Marshal(map[string]any{"paths": paths})
 	_, err = callTool(s, "fs_read_multiple_files", string(all))
-	var ce *toolcache.CallError
+	var ce *dispatch.CallError
 	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "larger than the 2097152-byte limit (max_result_bytes)") {
 		t.Fatalf("reading 2.2 MB (twice: text and structuredContent) with a 2 MiB host cap: got %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/launchpolicy"
@@ -249,5 +250,5 @@ func activeTaskIn(store *atomic.Pointer[taskstore.Store]) func(server, user, thr
 
 // redactDSN drops a database URL's password for the log.
 func redactDSN(dsn string) string {
-	return toolcache.Redact(dsn)
+	return dispatch.Redact(dsn)
 }
