@@ -156,6 +156,15 @@ func StartReportsHTTP(t testing.TB, args ...string) string {
 	return startHTTP(t, BuildReports(t), "reports server", "http", args...)
 }
 
+// StartBinaryHTTP starts bin, an MCP server built from one of the
+// examples/mcpserver commands (they share the -transport flag and the
+// "listening on" line), like StartHTTP, and returns its base URL. label names
+// the server in messages.
+func StartBinaryHTTP(t testing.TB, bin, label, transport string, args ...string) string {
+	t.Helper()
+	return startHTTP(t, bin, label, transport, args...)
+}
+
 func startHTTP(t testing.TB, bin, label, transport string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-transport", transport}, args...)...)

@@ -73,7 +73,14 @@ func entryPoint(t testing.TB, pkg string) string {
 // unavailable fails the test under CI=true and skips it otherwise.
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := "testnpm: " + fmt.Sprintf(format, args...)
+	Unavailable(t, "testnpm: "+fmt.Sprintf(format, args...))
+}
+
+// Unavailable reports that something a test needs from testdata/npm is not
+// installed: it fails the test under CI=true, where CI must exercise it,
+// and skips it otherwise. msg says what is missing and how to install it.
+func Unavailable(t testing.TB, msg string) {
+	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}

@@ -44,6 +44,9 @@ type Options struct {
 	HTTPContext func(context.Context, *http.Request) context.Context
 	// StdioWorkers raises mcp-go's concurrent stdio call limit (0: default).
 	StdioWorkers int
+	// StreamableHTTP are extra options for the streamable HTTP transport,
+	// applied after the endpoint, server and context options.
+	StreamableHTTP []server.StreamableHTTPOption
 }
 
 // Main is an example server's command line: parse the flags (help exits 0,
@@ -107,6 +110,7 @@ func serveHTTP(ctx context.Context, srv *server.MCPServer, o Options) error {
 		if o.HTTPContext != nil {
 			opts = append(opts, server.WithHTTPContextFunc(o.HTTPContext))
 		}
+		opts = append(opts, o.StreamableHTTP...)
 		h := server.NewStreamableHTTPServer(srv, opts...)
 		mux := http.NewServeMux()
 		mux.Handle("/mcp", h)
