@@ -81,6 +81,13 @@ type Options struct {
 	// MaxResultBytes bounds one message from the server when the server's
 	// own max_result_bytes is not set (zero: DefaultMaxResultBytes).
 	MaxResultBytes int64
+	// RelayTimeout bounds how long a server request relayed to a downstream
+	// client waits for its answer (zero: DefaultRelayTimeout).
+	RelayTimeout time.Duration
+	// OnNotification receives the upstream's unsolicited notifications
+	// (notifications/tools/list_changed, .../resources/list_changed,
+	// .../prompts/list_changed, notifications/resources/updated).
+	OnNotification func(method string, params json.RawMessage)
 }
 
 type callHeadersKey struct{}
@@ -124,8 +131,17 @@ type Conn struct {
 	baseHeaders func() map[string]string
 	workspace   string // Options.Workspace
 
-	results  *resultCap   // max_result_bytes, enforced while reading
-	requests *requestGate // stdio only: the child's requests to the host
+	results  *resultCap          // max_result_bytes, enforced while reading
+	requests *requestGate        // stdio only: the child's requests to the host
+	relays   *relays             // the calls in flight that relay to a client
+	wire     transport.Interface // the wrapped transport mcp-go uses
+
+	capabilities json.RawMessage // the server's, from initialize or server/discover
+	instructions string
+	requestSeq   atomic.Uint64 // ids of raw requests ("antler-N")
+	clientInfo   mcp.Implementation
+	levelMu      sync.Mutex
+	level        string // logging/setLevel on a 2026-07-28 connection
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // stdio only
@@ -169,13 +185,20 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		limit = DefaultMaxResultBytes
 	}
 	c.results = newResultCap(limit, log, c.exited)
+	c.relays = newRelays(srv.Type != config.TransportStdio, opts.RelayTimeout, opts.OnNotification)
 
 	inner, err := c.newTransport()
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	var copts []client.ClientOption
+	// Sampling and elicitation are always offered: a request no downstream
+	// client can take is answered with an error (see relay.go). Roots are
+	// not: a server would ask for them at once, with no call to relay to.
+	copts := []client.ClientOption{client.WithClientCapabilities(mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapability{},
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+	}), client.WithSamplingHandler(inputHandler{c.relays}), client.WithElicitationHandler(inputHandler{c.relays})}
 	if srv.ProtocolVersion != "" {
 		if !mcp.IsValidProtocolVersion(srv.ProtocolVersion) {
 			cancel()
@@ -183,7 +206,8 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		}
 		copts = append(copts, client.WithProtocolVersion(srv.ProtocolVersion))
 	}
-	c.client = client.NewClient(wrapTransport(inner, c.results, c.requests), copts...)
+	c.wire = wrapTransport(inner, c.results, c.requests, c.relays)
+	c.client = client.NewClient(c.wire, copts...)
 
 	// Abort the start (an SSE stream, a child's handshake) if ctx ends first.
 	stop := context.AfterFunc(ctx, cancel)
@@ -192,9 +216,11 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		c.Close()
 		return nil, dialError(ctx, "start", err)
 	}
-	res, err := c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+	initCtx, capt := withCapture(ctx, string(mcp.MethodInitialize), string(mcp.MethodServerDiscover))
+	c.clientInfo = mcp.Implementation{Name: ClientName, Version: opts.Version}
+	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: srv.ProtocolVersion,
-		ClientInfo:      mcp.Implementation{Name: ClientName, Version: opts.Version},
+		ClientInfo:      c.clientInfo,
 	}})
 	if err != nil {
 		c.Close()
@@ -205,6 +231,15 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		return nil, dialError(ctx, "initialize", ctx.Err())
 	}
 	c.protocol = res.ProtocolVersion
+	c.instructions = res.Instructions
+	if raw, _ := capt.last(); raw != nil {
+		var r struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		if json.Unmarshal(raw, &r) == nil {
+			c.capabilities = r.Capabilities
+		}
+	}
 	return c, nil
 }
 

@@ -1,0 +1,367 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/internal/testnpm"
+)
+
+// testRelay records what it is sent and answers requests with answer.
+type testRelay struct {
+	answer func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+
+	mu       sync.Mutex
+	notes    []string // method + " " + params
+	requests []string // method + " " + params
+}
+
+func (r *testRelay) Notify(method string, params json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, method+" "+string(params))
+}
+
+func (r *testRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	r.mu.Lock()
+	r.requests = append(r.requests, method+" "+string(params))
+	r.mu.Unlock()
+	if r.answer == nil {
+		return nil, errors.New("no answer")
+	}
+	return r.answer(ctx, method, params)
+}
+
+func (r *testRelay) seen() (notes, requests []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.notes...), append([]string(nil), r.requests...)
+}
+
+// everythingServers are server-everything over stdio and streamable HTTP.
+func everythingServers(t *testing.T) map[string]func(t *testing.T) *config.Server {
+	index := testnpm.Everything(t)
+	return map[string]func(t *testing.T) *config.Server{
+		"stdio": func(t *testing.T) *config.Server {
+			return &config.Server{Name: "everything", Type: config.TransportStdio, Command: "node", Args: []string{index}}
+		},
+		"http": func(t *testing.T) *config.Server {
+			return &config.Server{Name: "everything", Type: config.TransportHTTP, URL: testnpm.StartEverythingHTTP(t)}
+		},
+	}
+}
+
+func rawRequest(t *testing.T, c *upstream.Conn, method, params string) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.Request(ctx, method, json.RawMessage(params))
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, params, err)
+	}
+	return res
+}
+
+// TestEverythingRawRequests sends resources, prompts, completion and
+// logging requests to server-everything and reads the raw results.
+func TestEverythingRawRequests(t *testing.T) {
+	for name, srv := range everythingServers(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := dial(t, srv(t), upstream.Options{})
+			if caps := string(c.Capabilities()); !strings.Contains(caps, `"resources"`) || !strings.Contains(caps, `"prompts"`) {
+				t.Errorf("capabilities %s: no resources or prompts", caps)
+			}
+
+			var resources struct {
+				Resources []struct {
+					URI string `json:"uri"`
+				} `json:"resources"`
+			}
+			if err := json.Unmarshal(rawRequest(t, c, "resources/list", `{}`), &resources); err != nil || len(resources.Resources) == 0 {
+				t.Fatalf("resources/list: %v, %d resources", err, len(resources.Resources))
+			}
+			uri := resources.Resources[0].URI
+			params, _ := json.Marshal(map[string]string{"uri": uri})
+			if read := string(rawRequest(t, c, "resources/read", string(params))); !strings.Contains(read, `"contents"`) || !strings.Contains(read, uri) {
+				t.Errorf("resources/read %s: %s", uri, read)
+			}
+			if tpl := string(rawRequest(t, c, "resources/templates/list", `{}`)); !strings.Contains(tpl, `"resourceTemplates"`) {
+				t.Errorf("resources/templates/list: %s", tpl)
+			}
+
+			if list := string(rawRequest(t, c, "prompts/list", `{}`)); !strings.Contains(list, `"simple-prompt"`) {
+				t.Errorf("prompts/list: %s", list)
+			}
+			if got := string(rawRequest(t, c, "prompts/get", `{"name":"simple-prompt"}`)); !strings.Contains(got, `"messages"`) {
+				t.Errorf("prompts/get: %s", got)
+			}
+			complete := rawRequest(t, c, "completion/complete",
+				`{"ref":{"type":"ref/prompt","name":"completable-prompt"},"argument":{"name":"department","value":"Eng"}}`)
+			if !strings.Contains(string(complete), `"Engineering"`) || strings.Contains(string(complete), `"Sales"`) {
+				t.Errorf("completion/complete: %s", complete)
+			}
+			if got := string(rawRequest(t, c, "logging/setLevel", `{"level":"error"}`)); got != "{}" {
+				t.Errorf("logging/setLevel: %s", got)
+			}
+
+			_, err := c.Request(context.Background(), "prompts/get", json.RawMessage(`{"name":"no-such-prompt"}`))
+			var rpcErr *upstream.RPCError
+			if !errors.As(err, &rpcErr) {
+				t.Errorf("prompts/get of an unknown prompt: %v, want an *RPCError", err)
+			}
+		})
+	}
+}
+
+// TestRequestHonoursItsContext cancels a raw request the server never
+// answers: the call returns ctx's error and the connection stays usable.
+func TestRequestHonoursItsContext(t *testing.T) {
+	srv := everythingServers(t)["stdio"](t)
+	c := dial(t, srv, upstream.Options{})
+	// A sampling tool whose relay never answers keeps the request open.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	never := &testRelay{answer: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	_, err := c.Request(upstream.WithRelay(ctx, never), "tools/call", json.RawMessage(`{"name":"trigger-sampling-request","arguments":{"prompt":"x"}}`))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request past its deadline: %v", err)
+	}
+	if list := string(rawRequest(t, c, "prompts/list", `{}`)); !strings.Contains(list, "simple-prompt") {
+		t.Errorf("after a cancelled request, prompts/list: %s", list)
+	}
+}
+
+// callText calls a tool and returns its result's text, or the error.
+func callText(ctx context.Context, c *upstream.Conn, tool, args string, meta map[string]any) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	raw, err := c.CallTool(ctx, tool, json.RawMessage(args), meta)
+	if err != nil {
+		return "", err
+	}
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range res.Content {
+		b.WriteString(p.Text)
+	}
+	if res.IsError {
+		return "", errors.New(b.String())
+	}
+	return b.String(), nil
+}
+
+// TestEverythingRelays relays server-everything's progress, elicitation and
+// sampling to a downstream relay, and checks the errors the server gets
+// when no relay answers.
+func TestEverythingRelays(t *testing.T) {
+	for name, srv := range everythingServers(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := dial(t, srv(t), upstream.Options{RelayTimeout: 500 * time.Millisecond})
+			tests := []struct {
+				name    string
+				tool    string
+				args    string
+				meta    map[string]any
+				answer  func(context.Context, string, json.RawMessage) (json.RawMessage, error)
+				noRelay bool
+				want    string // in the result's text
+				wantErr string // in the error
+				asked   string // the relay was asked this method
+			}{
+				{name: "progress", tool: "trigger-long-running-operation", args: `{"duration":0.3,"steps":3}`,
+					meta: map[string]any{"progressToken": "down-7"}, want: "Long running operation completed"},
+				{name: "elicitation", tool: "trigger-elicitation-request", args: `{}`, asked: "elicitation/create",
+					answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+						return json.RawMessage(`{"action":"accept","content":{"name":"Ada Lovelace","check":true}}`), nil
+					}, want: "- Name: Ada Lovelace"},
+				{name: "sampling", tool: "trigger-sampling-request", args: `{"prompt":"hello"}`, asked: "sampling/createMessage",
+					answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+						return json.RawMessage(`{"role":"assistant","model":"test-model","content":{"type":"text","text":"sampled words"}}`), nil
+					}, want: "sampled words"},
+				{name: "client error", tool: "trigger-sampling-request", args: `{"prompt":"hello"}`, asked: "sampling/createMessage",
+					answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+						return nil, &upstream.RPCError{Code: -1, Message: "user rejected sampling"}
+					}, wantErr: "user rejected sampling"},
+				{name: "relay timeout", tool: "trigger-elicitation-request", args: `{}`, asked: "elicitation/create",
+					answer: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+						<-ctx.Done()
+						return nil, ctx.Err()
+					}, wantErr: "the client did not answer within 500ms"},
+				{name: "no relay", tool: "trigger-elicitation-request", args: `{}`, noRelay: true,
+					wantErr: "the client cannot answer elicitation/create"},
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					r := &testRelay{answer: tc.answer}
+					ctx := context.Background()
+					if !tc.noRelay {
+						ctx = upstream.WithRelay(ctx, r)
+					}
+					text, err := callText(ctx, c, tc.tool, tc.args, tc.meta)
+					switch {
+					case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+						t.Fatalf("result %q, error %v; want an error with %q", text, err, tc.wantErr)
+					case tc.wantErr == "" && err != nil:
+						t.Fatalf("error %v", err)
+					case tc.want != "" && !strings.Contains(text, tc.want):
+						t.Errorf("result %q, want %q in it", text, tc.want)
+					}
+					notes, requests := r.seen()
+					if tc.asked != "" && (len(requests) != 1 || !strings.HasPrefix(requests[0], tc.asked+" ")) {
+						t.Errorf("the relay was asked %q, want one %s", requests, tc.asked)
+					}
+					if tc.meta != nil {
+						progress := 0
+						for _, n := range notes {
+							if strings.HasPrefix(n, "notifications/progress ") {
+								progress++
+								if !strings.Contains(n, `"progressToken":"down-7"`) {
+									t.Errorf("progress with another token than the caller's: %s", n)
+								}
+							}
+						}
+						if progress != 3 {
+							t.Errorf("%d progress notifications, want 3: %q", progress, notes)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestSharedConnectionNeverCrossRoutes makes two calls on one streamable
+// HTTP connection whose tool asks its caller a question: each relay gets
+// only its own call's question.
+func TestSharedConnectionNeverCrossRoutes(t *testing.T) {
+	s := server.NewMCPServer("ask", "1.0.0", server.WithElicitation())
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	s.AddTool(mcp.NewTool("ask", mcp.WithString("who", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		who := req.GetString("who", "")
+		// Both calls are in flight before either asks.
+		arrived.Done()
+		<-release
+		res, err := s.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+			Message:         "question for " + who,
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}},
+		}})
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		b, _ := json.Marshal(res.Content)
+		return mcp.NewToolResultText(who + " got " + string(b)), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	// 2025-11-25: server requests (2026-07-28 asks within results instead).
+	c := dial(t, &config.Server{Name: "ask", Type: config.TransportHTTP, URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}, upstream.Options{})
+	go func() {
+		arrived.Wait()
+		close(release)
+	}()
+
+	relays := map[string]*testRelay{}
+	for _, who := range []string{"alice", "bob"} {
+		relays[who] = &testRelay{answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(fmt.Sprintf(`{"action":"accept","content":{"answer":"%s's answer"}}`, who)), nil
+		}}
+	}
+	var wg sync.WaitGroup
+	results := map[string]string{}
+	var mu sync.Mutex
+	for who, r := range relays {
+		wg.Go(func() {
+			text, err := callText(upstream.WithRelay(context.Background(), r), c, "ask", fmt.Sprintf(`{"who":%q}`, who), nil)
+			if err != nil {
+				text = "error: " + err.Error()
+			}
+			mu.Lock()
+			results[who] = text
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for who, r := range relays {
+		if want := fmt.Sprintf(`%s got {"answer":"%s's answer"}`, who, who); results[who] != want {
+			t.Errorf("%s's call: %q, want %q", who, results[who], want)
+		}
+		_, requests := r.seen()
+		if len(requests) != 1 || !strings.Contains(requests[0], "question for "+who) {
+			t.Errorf("%s's relay was asked %q, want only %s's question", who, requests, who)
+		}
+	}
+}
+
+// TestEverythingServerNotifications: over stdio, a resource update goes to
+// Options.OnNotification, and a log message the server sends while a call
+// is in flight goes to that call's relay.
+func TestEverythingServerNotifications(t *testing.T) {
+	updated := make(chan string, 16)
+	c := dial(t, everythingServers(t)["stdio"](t), upstream.Options{OnNotification: func(method string, params json.RawMessage) {
+		updated <- method + " " + string(params)
+	}})
+	var resources struct {
+		Resources []struct {
+			URI string `json:"uri"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(rawRequest(t, c, "resources/list", `{}`), &resources); err != nil || len(resources.Resources) == 0 {
+		t.Fatalf("resources/list: %v", err)
+	}
+	uri, _ := json.Marshal(resources.Resources[0].URI)
+	rawRequest(t, c, "resources/subscribe", `{"uri":`+string(uri)+`}`)
+	if _, err := callText(context.Background(), c, "toggle-subscriber-updates", `{}`, nil); err != nil {
+		t.Fatal(err)
+	}
+	// (tools/list_changed comes too: the server adds tools once it knows
+	// the client's capabilities.)
+	for found := false; !found; {
+		select {
+		case n := <-updated:
+			found = strings.HasPrefix(n, "notifications/resources/updated ") && strings.Contains(n, string(uri))
+		case <-time.After(30 * time.Second):
+			t.Fatal("no notifications/resources/updated")
+		}
+	}
+
+	rawRequest(t, c, "logging/setLevel", `{"level":"debug"}`)
+	if _, err := callText(context.Background(), c, "toggle-simulated-logging", `{}`, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The next message comes within 5 s, while this call runs.
+	r := &testRelay{}
+	if _, err := callText(upstream.WithRelay(context.Background(), r), c, "trigger-long-running-operation", `{"duration":6,"steps":2}`, nil); err != nil {
+		t.Fatal(err)
+	}
+	notes, _ := r.seen()
+	if len(notes) == 0 || !strings.HasPrefix(notes[0], "notifications/message ") {
+		t.Errorf("the relay got %q, want a notifications/message", notes)
+	}
+}
