@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -363,5 +365,104 @@ func TestEverythingServerNotifications(t *testing.T) {
 	notes, _ := r.seen()
 	if len(notes) == 0 || !strings.HasPrefix(notes[0], "notifications/message ") {
 		t.Errorf("the relay got %q, want a notifications/message", notes)
+	}
+}
+
+// askServer serves, over streamable HTTP, a prompt, a resource, and a tool
+// "ask" that asks its caller a question in the 2026-07-28 way (an
+// input_required result; mcp-go's server turns it into an elicitation
+// request for an earlier revision).
+func askServer(t *testing.T) string {
+	s := server.NewMCPServer("ask", "1.0.0", server.WithElicitation(), server.WithLogging(),
+		server.WithResourceCapabilities(false, false), server.WithPromptCapabilities(false))
+	s.AddPrompt(mcp.NewPrompt("greet"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return mcp.NewGetPromptResult("greeting", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("hello there"))}), nil
+	})
+	s.AddResource(mcp.NewResource("test://note", "note"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: "the note"}}, nil
+	})
+	s.AddTool(mcp.NewTool("ask", mcp.WithString("who", mcp.Required())), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		who := req.GetString("who", "")
+		if res := server.ElicitationResponse(req.Params.InputResponses, "q"); res != nil {
+			b, _ := json.Marshal(res.Content)
+			return mcp.NewToolResultText(who + " got " + string(b)), nil
+		}
+		return server.NewInputRequestBuilder("").Elicit("q", mcp.ElicitationParams{
+			Message:         "question for " + who,
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}},
+		}).ToolResult(), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+// TestModernConnection: on a 2026-07-28 connection raw requests carry the
+// protocol _meta (the server refuses them without), logging/setLevel is
+// kept for later requests, and a question asked within a result reaches the
+// relay of the call that got it, each call its own.
+func TestModernConnection(t *testing.T) {
+	c := dial(t, &config.Server{Name: "ask", Type: config.TransportHTTP, URL: askServer(t)}, upstream.Options{})
+	if !mcp.IsModernProtocol(c.ProtocolVersion()) {
+		t.Fatalf("negotiated %s, want 2026-07-28 or later", c.ProtocolVersion())
+	}
+	if got := string(rawRequest(t, c, "prompts/get", `{"name":"greet"}`)); !strings.Contains(got, "hello there") {
+		t.Errorf("prompts/get: %s", got)
+	}
+	if got := string(rawRequest(t, c, "resources/read", `{"uri":"test://note","_meta":{"x":1}}`)); !strings.Contains(got, "the note") {
+		t.Errorf("resources/read: %s", got)
+	}
+	if got := string(rawRequest(t, c, "logging/setLevel", `{"level":"warning"}`)); got != "{}" {
+		t.Errorf("logging/setLevel: %s", got)
+	}
+	if got := string(rawRequest(t, c, "resources/list", `{}`)); !strings.Contains(got, "test://note") {
+		t.Errorf("resources/list after setLevel: %s", got)
+	}
+	if caps := string(c.Capabilities()); !strings.Contains(caps, `"prompts"`) {
+		t.Errorf("capabilities %s", caps)
+	}
+	var wg sync.WaitGroup
+	for _, who := range []string{"alice", "bob"} {
+		wg.Go(func() {
+			r := &testRelay{answer: func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(fmt.Sprintf(`{"action":"accept","content":{"answer":"%s's answer"}}`, who)), nil
+			}}
+			text, err := callText(upstream.WithRelay(context.Background(), r), c, "ask", fmt.Sprintf(`{"who":%q}`, who), nil)
+			if want := fmt.Sprintf(`%s got {"answer":"%s's answer"}`, who, who); err != nil || text != want {
+				t.Errorf("%s's call: %q, %v; want %q", who, text, err, want)
+			}
+			if _, requests := r.seen(); len(requests) != 1 || !strings.Contains(requests[0], "question for "+who) {
+				t.Errorf("%s's relay was asked %q", who, requests)
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := callText(context.Background(), c, "ask", `{"who":"nobody"}`, nil); err == nil || !strings.Contains(err.Error(), "the client cannot answer") {
+		t.Errorf("a call without a relay: %v, want the client cannot answer", err)
+	}
+}
+
+// TestCancelledRequestIsCancelledUpstream: a raw request whose ctx ends
+// returns ctx's error and the stdio server gets notifications/cancelled
+// for its id.
+func TestCancelledRequestIsCancelledUpstream(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan struct{})
+	var once sync.Once
+	log := slog.New(&stderrWatch{line: `cancelled "antler-1"`, seen: func() { once.Do(func() { close(seen) }) }})
+	c := dial(t, &config.Server{Name: "broken", Type: config.TransportStdio, Command: exe,
+		Env: config.Pairs{{Key: brokenServerEnv, Value: "1"}}}, upstream.Options{Logger: log})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Request(ctx, "hang", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request past its deadline: %v", err)
+	}
+	select {
+	case <-seen:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server got no notifications/cancelled for the request")
 	}
 }
