@@ -111,12 +111,13 @@ func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRP
 		return nil, err
 	}
 	defer t.cap.finish(call)
+	sendCtx := call.ctx
 	if r := relayFrom(ctx); r != nil {
 		var end func()
-		req.Params, end = t.relays.begin(ctx, r, req.Params)
+		sendCtx, req.Params, end = t.relays.begin(sendCtx, r, req.Params)
 		defer end()
 	}
-	resp, err := t.Interface.SendRequest(call.ctx, req)
+	resp, err := t.Interface.SendRequest(sendCtx, req)
 	if cerr := call.err(); cerr != nil {
 		return nil, cerr
 	}

@@ -65,7 +65,7 @@ var ErrNoRelay = errors.New("the client cannot answer")
 
 // relayCall is one call in flight with a relay.
 type relayCall struct {
-	ctx   context.Context // the call's: a request relayed to it ends with it
+	ctx   context.Context // ends with the call: so does a request relayed to it
 	relay Relay
 	token json.RawMessage // the downstream's progress token, nil if none
 }
@@ -89,11 +89,16 @@ func newRelays(shared bool, timeout time.Duration, onNote func(string, json.RawM
 	return &relays{shared: shared, timeout: timeout, onNote: onNote, byToken: map[string]*relayCall{}}
 }
 
-// begin registers a call carrying r and returns its params with the
-// progress token replaced by one unique to the connection, and the
-// function that ends the registration.
-func (rs *relays) begin(ctx context.Context, r Relay, params any) (any, func()) {
+type relayCallKey struct{}
+
+// begin registers a call carrying r. It returns the context to send it
+// with, which names the call to the server requests a transport handles
+// with it; its params with the progress token replaced by one unique to the
+// connection; and the function that ends the registration.
+func (rs *relays) begin(ctx context.Context, r Relay, params any) (context.Context, any, func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	call := &relayCall{ctx: ctx, relay: r}
+	ctx = context.WithValue(ctx, relayCallKey{}, call)
 	fields, token := progressToken(params, false)
 	rs.mu.Lock()
 	var upstream string
@@ -107,7 +112,8 @@ func (rs *relays) begin(ctx context.Context, r Relay, params any) (any, func()) 
 	}
 	rs.inflight = append(rs.inflight, call)
 	rs.mu.Unlock()
-	return params, func() {
+	return ctx, params, func() {
+		cancel()
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
 		if upstream != "" {
@@ -192,24 +198,27 @@ func (rs *relays) handler(next transport.RequestHandler) transport.RequestHandle
 		if !relayedMethods[req.Method] {
 			return next(ctx, req)
 		}
-		rctx, cancel := context.WithTimeout(ctx, rs.timeout)
-		defer cancel()
 		// Streamable HTTP hands the request the context of the POST whose
-		// stream carried it; elsewhere the context is the connection's.
-		r := relayFrom(ctx)
-		if r == nil {
-			if call := rs.pick(); call != nil {
-				r = call.relay
-				defer context.AfterFunc(call.ctx, cancel)()
-			}
+		// stream carried it, bounded by mcp-go at 30 s: the call's own end
+		// and RelayTimeout bound it instead. Elsewhere the context is the
+		// connection's.
+		base := ctx
+		call, _ := ctx.Value(relayCallKey{}).(*relayCall)
+		if call != nil {
+			base = context.WithoutCancel(ctx)
+		} else {
+			call = rs.pick()
 		}
-		if r == nil {
+		if call == nil {
 			msg := fmt.Sprintf("%s: %v %s (no downstream request in flight on this connection can take it)", req.Method, ErrNoRelay, req.Method)
 			if rs.shared && rs.count() > 1 {
 				msg = fmt.Sprintf("%s: %v %s (several downstream requests share this connection and the request names none of them)", req.Method, ErrNoRelay, req.Method)
 			}
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, msg, nil), nil
 		}
+		rctx, cancel := context.WithTimeout(base, rs.timeout)
+		defer cancel()
+		defer context.AfterFunc(call.ctx, cancel)()
 		var params json.RawMessage
 		if req.Params != nil {
 			b, err := json.Marshal(req.Params)
@@ -218,12 +227,12 @@ func (rs *relays) handler(next transport.RequestHandler) transport.RequestHandle
 			}
 			params = b
 		}
-		res, err := r.Request(rctx, req.Method, params)
+		res, err := call.relay.Request(rctx, req.Method, params)
 		var rpcErr *RPCError
 		switch {
 		case errors.As(err, &rpcErr):
 			return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, nil), nil
-		case err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		case err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) && call.ctx.Err() == nil:
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.REQUEST_INTERRUPTED,
 				fmt.Sprintf("%s: the client did not answer within %s", req.Method, rs.timeout), nil), nil
 		case err != nil:

@@ -128,24 +128,35 @@ func TestEverythingRawRequests(t *testing.T) {
 	}
 }
 
-// TestRequestHonoursItsContext cancels a raw request the server never
-// answers: the call returns ctx's error and the connection stays usable.
+// TestRequestHonoursItsContext cancels a raw tools/call whose tool waits
+// for the relay's answer: the call returns ctx's error, the relayed request
+// ends with it (not at RelayTimeout), and the connection stays usable.
 func TestRequestHonoursItsContext(t *testing.T) {
-	srv := everythingServers(t)["stdio"](t)
-	c := dial(t, srv, upstream.Options{})
-	// A sampling tool whose relay never answers keeps the request open.
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	never := &testRelay{answer: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}}
-	_, err := c.Request(upstream.WithRelay(ctx, never), "tools/call", json.RawMessage(`{"name":"trigger-sampling-request","arguments":{"prompt":"x"}}`))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a request past its deadline: %v", err)
-	}
-	if list := string(rawRequest(t, c, "prompts/list", `{}`)); !strings.Contains(list, "simple-prompt") {
-		t.Errorf("after a cancelled request, prompts/list: %s", list)
+	for name, srv := range everythingServers(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := dial(t, srv(t), upstream.Options{})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			ended := make(chan struct{})
+			never := &testRelay{answer: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+				<-ctx.Done()
+				close(ended)
+				return nil, ctx.Err()
+			}}
+			_, err := c.Request(upstream.WithRelay(ctx, never), "tools/call", json.RawMessage(`{"name":"trigger-sampling-request","arguments":{"prompt":"x"}}`))
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("a request past its deadline: %v", err)
+			}
+			select {
+			case <-ended:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the relay was not asked, or its request outlived the call")
+			}
+			if list := string(rawRequest(t, c, "prompts/list", `{}`)); !strings.Contains(list, "simple-prompt") {
+				t.Errorf("after a cancelled request, prompts/list: %s", list)
+			}
+		})
 	}
 }
 
