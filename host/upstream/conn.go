@@ -397,13 +397,8 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 	_, err := c.client.CallTool(ctx, req)
 	raw, rpcErr := capt.last()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		// The SSE transport's own timer can fire a moment before ctx is
-		// marked done; a call that failed at its deadline timed out.
-		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return nil, fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		if err := ended(ctx, err); err != nil {
+			return nil, err
 		}
 		if rpcErr != nil && raw == nil {
 			return nil, rpcErr
@@ -414,6 +409,20 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 		return nil, errors.New("tools/call: no result captured")
 	}
 	return raw, nil
+}
+
+// ended is the error of a request that failed because its ctx ended, or
+// nil if it failed for another reason.
+func ended(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// The SSE transport's own timer can fire a moment before ctx is marked
+	// done; a request that failed at its deadline timed out.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
+	return nil
 }
 
 // Close ends the connection. For stdio it closes the child's stdin, waits

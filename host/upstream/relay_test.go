@@ -477,3 +477,20 @@ func TestCancelledRequestIsCancelledUpstream(t *testing.T) {
 		t.Fatal("the server got no notifications/cancelled for the request")
 	}
 }
+
+// TestRequestResultIsCapped: a raw request's result above max_result_bytes
+// fails that request with the cap error and the connection lives on.
+func TestRequestResultIsCapped(t *testing.T) {
+	c := dialBroken(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var tooLarge *upstream.ResultTooLargeError
+	if _, err := c.Request(ctx, "big", json.RawMessage(`{}`)); !errors.As(err, &tooLarge) || tooLarge.Ended {
+		t.Fatalf("a 4 MiB result with a 1 MiB cap: %v", err)
+	}
+	if _, err := c.Request(ctx, "unknown", nil); err == nil {
+		t.Error("an unknown method succeeded")
+	} else if _, ok := errors.AsType[*upstream.RPCError](err); !ok {
+		t.Errorf("after the capped request, an unknown method: %v, want an *RPCError", err)
+	}
+}

@@ -69,12 +69,9 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 	}
 	resp, err := c.wire.SendRequest(ctx, req)
 	if err != nil {
-		if ctx.Err() != nil {
+		if err := ended(ctx, err); err != nil {
 			c.cancelled(ctx, req.ID)
-			return nil, ctx.Err()
-		}
-		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return nil, fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+			return nil, err
 		}
 		return nil, classify(err)
 	}
@@ -136,9 +133,13 @@ func (c *Conn) cancelled(ctx context.Context, id mcp.RequestId) {
 	if _, ok := c.wire.(transport.HTTPConnection); ok {
 		return
 	}
+	reason := context.DeadlineExceeded.Error() // (ended saw the deadline pass)
+	if ctx.Err() != nil {
+		reason = ctx.Err().Error()
+	}
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 		Method: string(mcp.MethodNotificationCancelled),
-		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
 	}}
 	go func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -49,7 +49,7 @@ const (
 // new cursor for brokenPagesEnv pages; and tools/call by the tool's name:
 // "noid" with 4 MiB whose id is missing, "notify" with a 4 MiB notification
 // before a small result, "ask" with the number of replies to askPings pings
-// it sent first, anything else with a small result; "hang" never; and
+// it sent first, anything else with a small result; "hang" never; "big" with 4 MiB; and
 // says "cancelled <id>" on stderr for each notifications/cancelled.
 func brokenServer() {
 	flood, _ := strconv.Atoi(os.Getenv(brokenFloodEnv))
@@ -111,6 +111,8 @@ func brokenServer() {
 				reply(req.ID, fmt.Sprintf(`{"content":[{"type":"text","text":"pid %d"}]}`, os.Getpid()))
 			}
 		case "hang": // never answered
+		case "big":
+			reply(req.ID, fmt.Sprintf(`{"text":"%s"}`, big))
 		case "tools/list":
 			next := ""
 			if page < pages {
