@@ -1,7 +1,9 @@
 // Package upstream connects to one MCP server over stdio, legacy HTTP+SSE or
-// streamable HTTP with mcp-go, and exchanges tool lists and tool calls with it
-// as raw JSON, so schemas and results reach agents exactly as the server wrote
-// them.
+// streamable HTTP with mcp-go, and exchanges tool lists, tool calls and any
+// other request with it as raw JSON, so schemas and results reach agents
+// exactly as the server wrote them. What the server sends back about a call
+// (progress, log messages, its own sampling, elicitation and roots requests)
+// is relayed to the downstream client that made the call (relay.go).
 package upstream
 
 import (
@@ -185,7 +187,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		limit = DefaultMaxResultBytes
 	}
 	c.results = newResultCap(limit, log, c.exited)
-	c.relays = newRelays(srv.Type != config.TransportStdio, opts.RelayTimeout, opts.OnNotification)
+	c.relays = newRelays(srv.Type != config.TransportStdio, c.results.count, opts.RelayTimeout, opts.OnNotification)
 
 	inner, err := c.newTransport()
 	if err != nil {

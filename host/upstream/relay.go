@@ -25,10 +25,11 @@ import (
 //     (two downstream clients may well pick the same token);
 //   - a server request by the call whose stream carried it when the
 //     transport says so (streamable HTTP hands the request the POST's
-//     context); otherwise, on stdio, whose session belongs to one user and
-//     thread, to the most recent call in flight; on a connection shared by
-//     users (HTTP, SSE), to the one call in flight if there is exactly one,
-//     and never to a guess: with several the upstream gets an error;
+//     context, and a call without a relay gets an error); otherwise, on
+//     stdio, whose session belongs to one user and thread, to the most
+//     recent call in flight; on a connection shared by users (HTTP, SSE),
+//     to the one call in flight if it is the only request in flight, and
+//     never to a guess: else the upstream gets an error;
 //   - notifications/message like a server request without a context.
 
 // DefaultRelayTimeout bounds how long a relayed server request waits for
@@ -72,9 +73,10 @@ type relayCall struct {
 
 // relays is a connection's registry of calls in flight with a relay.
 type relays struct {
-	shared  bool // HTTP or SSE: one connection serves many users
-	timeout time.Duration
-	onNote  func(method string, params json.RawMessage) // Options.OnNotification
+	shared   bool       // HTTP or SSE: one connection serves many users
+	requests func() int // requests in flight on the connection, relayed or not
+	timeout  time.Duration
+	onNote   func(method string, params json.RawMessage) // Options.OnNotification
 
 	mu       sync.Mutex
 	seq      uint64
@@ -82,11 +84,11 @@ type relays struct {
 	byToken  map[string]*relayCall // the upstream token (JSON) → call
 }
 
-func newRelays(shared bool, timeout time.Duration, onNote func(string, json.RawMessage)) *relays {
+func newRelays(shared bool, requests func() int, timeout time.Duration, onNote func(string, json.RawMessage)) *relays {
 	if timeout <= 0 {
 		timeout = DefaultRelayTimeout
 	}
-	return &relays{shared: shared, timeout: timeout, onNote: onNote, byToken: map[string]*relayCall{}}
+	return &relays{shared: shared, requests: requests, timeout: timeout, onNote: onNote, byToken: map[string]*relayCall{}}
 }
 
 type relayCallKey struct{}
@@ -136,8 +138,8 @@ func (rs *relays) pick() *relayCall {
 	switch n := len(rs.inflight); {
 	case n == 0:
 		return nil
-	case rs.shared && n > 1:
-		return nil
+	case rs.shared && (n > 1 || rs.requests() > 1):
+		return nil // other calls, perhaps other users', are in flight
 	default:
 		return rs.inflight[n-1]
 	}
@@ -204,17 +206,26 @@ func (rs *relays) handler(next transport.RequestHandler) transport.RequestHandle
 		// connection's.
 		base := ctx
 		call, _ := ctx.Value(relayCallKey{}).(*relayCall)
-		if call != nil {
+		_, ofCall := ctx.Value(capCallKey{}).(*capCall)
+		switch {
+		case call != nil:
 			base = context.WithoutCancel(ctx)
-		} else {
+		case ofCall:
+			// The stream of a call made without a relay: nobody to ask,
+			// and never another call's client.
+		default:
 			call = rs.pick()
 		}
 		if call == nil {
-			msg := fmt.Sprintf("%s: %v %s (no downstream request in flight on this connection can take it)", req.Method, ErrNoRelay, req.Method)
-			if rs.shared && rs.count() > 1 {
-				msg = fmt.Sprintf("%s: %v %s (several downstream requests share this connection and the request names none of them)", req.Method, ErrNoRelay, req.Method)
+			why := "no downstream request in flight on this connection can take it"
+			switch {
+			case ofCall:
+				why = "the request that caused it was made without a client to ask"
+			case rs.shared && rs.count() > 0:
+				why = "other requests share this connection and this one names none of them"
 			}
-			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, msg, nil), nil
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR,
+				fmt.Sprintf("%v %s: %s", ErrNoRelay, req.Method, why), nil), nil
 		}
 		rctx, cancel := context.WithTimeout(base, rs.timeout)
 		defer cancel()

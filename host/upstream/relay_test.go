@@ -268,14 +268,15 @@ func TestEverythingRelays(t *testing.T) {
 	}
 }
 
-// TestSharedConnectionNeverCrossRoutes makes two calls on one streamable
-// HTTP connection whose tool asks its caller a question: each relay gets
-// only its own call's question.
+// TestSharedConnectionNeverCrossRoutes makes three calls at once on one
+// streamable HTTP connection whose tool asks its caller a question: each
+// relay gets only its own call's question, and the question of the call
+// made without a relay gets an error, never another call's client.
 func TestSharedConnectionNeverCrossRoutes(t *testing.T) {
 	s := server.NewMCPServer("ask", "1.0.0", server.WithElicitation())
 	release := make(chan struct{})
 	var arrived sync.WaitGroup
-	arrived.Add(2)
+	arrived.Add(3)
 	s.AddTool(mcp.NewTool("ask", mcp.WithString("who", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		who := req.GetString("who", "")
 		// Both calls are in flight before either asks.
@@ -309,9 +310,13 @@ func TestSharedConnectionNeverCrossRoutes(t *testing.T) {
 	var wg sync.WaitGroup
 	results := map[string]string{}
 	var mu sync.Mutex
-	for who, r := range relays {
+	for _, who := range []string{"alice", "bob", "carol"} {
+		ctx := context.Background()
+		if r := relays[who]; r != nil {
+			ctx = upstream.WithRelay(ctx, r)
+		}
 		wg.Go(func() {
-			text, err := callText(upstream.WithRelay(context.Background(), r), c, "ask", fmt.Sprintf(`{"who":%q}`, who), nil)
+			text, err := callText(ctx, c, "ask", fmt.Sprintf(`{"who":%q}`, who), nil)
 			if err != nil {
 				text = "error: " + err.Error()
 			}
@@ -329,6 +334,9 @@ func TestSharedConnectionNeverCrossRoutes(t *testing.T) {
 		if len(requests) != 1 || !strings.Contains(requests[0], "question for "+who) {
 			t.Errorf("%s's relay was asked %q, want only %s's question", who, requests, who)
 		}
+	}
+	if !strings.Contains(results["carol"], "the client cannot answer elicitation/create") {
+		t.Errorf("carol's call, made without a relay: %q", results["carol"])
 	}
 }
 
