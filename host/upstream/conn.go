@@ -88,7 +88,8 @@ type Options struct {
 	RelayTimeout time.Duration
 	// OnNotification receives the upstream's unsolicited notifications
 	// (notifications/tools/list_changed, .../resources/list_changed,
-	// .../prompts/list_changed, notifications/resources/updated).
+	// .../prompts/list_changed, notifications/resources/updated). It runs
+	// on the connection's reader and must not block.
 	OnNotification func(method string, params json.RawMessage)
 }
 

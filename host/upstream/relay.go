@@ -39,7 +39,8 @@ const DefaultRelayTimeout = 60 * time.Second
 // Relay receives what an upstream sends about one downstream request.
 type Relay interface {
 	// Notify delivers a notification (notifications/progress with the
-	// downstream's own progress token, notifications/message, ...).
+	// downstream's own progress token, notifications/message, ...). It runs
+	// on the connection's reader and must not block.
 	Notify(method string, params json.RawMessage)
 	// Request asks the downstream client (sampling/createMessage,
 	// elicitation/create, roots/list) and returns its raw result; an
