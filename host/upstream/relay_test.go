@@ -18,6 +18,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testnpm"
 )
 
@@ -500,5 +501,16 @@ func TestRequestResultIsCapped(t *testing.T) {
 		t.Error("an unknown method succeeded")
 	} else if _, ok := errors.AsType[*upstream.RPCError](err); !ok {
 		t.Errorf("after the capped request, an unknown method: %v, want an *RPCError", err)
+	}
+}
+
+// TestRequestOverSSE sends a raw request over legacy HTTP+SSE.
+func TestRequestOverSSE(t *testing.T) {
+	c := dial(t, &config.Server{Name: "demo", Type: config.TransportSSE, URL: testmcp.StartHTTP(t, "sse") + "/sse"}, upstream.Options{})
+	if got := string(rawRequest(t, c, "tools/list", `{}`)); !strings.Contains(got, `"tools"`) {
+		t.Errorf("tools/list: %s", got)
+	}
+	if caps := string(c.Capabilities()); !strings.Contains(caps, `"tools"`) {
+		t.Errorf("capabilities %s", caps)
 	}
 }
