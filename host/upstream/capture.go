@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // mcp-go decodes results into typed structs, which drops schema keywords such
@@ -36,9 +38,9 @@ func (e *ListingTooLargeError) Error() string {
 	return fmt.Sprintf("upstream listing larger than max_result_bytes (%d bytes over all its pages)", e.Limit)
 }
 
-// capture collects the raw results of one method sent under a context.
+// capture collects the raw results of the methods sent under a context.
 type capture struct {
-	method string
+	methods []string
 
 	mu      sync.Mutex
 	results []json.RawMessage
@@ -46,9 +48,13 @@ type capture struct {
 	rpcErr  *RPCError
 }
 
-func withCapture(ctx context.Context, method string) (context.Context, *capture) {
-	c := &capture{method: method}
+func withCapture(ctx context.Context, methods ...string) (context.Context, *capture) {
+	c := &capture{methods: methods}
 	return context.WithValue(ctx, captureKey{}, c), c
+}
+
+func (c *capture) matches(method string) bool {
+	return slices.Contains(c.methods, method)
 }
 
 // record keeps one result; the results of all pages together stay within
@@ -90,8 +96,9 @@ func (c *capture) all() []json.RawMessage {
 // for are forwarded so wrapping changes nothing else.
 type captureTransport struct {
 	transport.Interface
-	cap  *resultCap   // max_result_bytes
-	gate *requestGate // nil: mcp-go answers the server's requests itself
+	cap    *resultCap   // max_result_bytes
+	gate   *requestGate // nil: mcp-go answers the server's requests itself
+	relays *relays
 }
 
 var _ transport.BidirectionalInterface = (*captureTransport)(nil)
@@ -104,12 +111,18 @@ func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRP
 		return nil, err
 	}
 	defer t.cap.finish(call)
-	resp, err := t.Interface.SendRequest(call.ctx, req)
+	sendCtx := call.ctx
+	if r := relayFrom(ctx); r != nil {
+		var end func()
+		sendCtx, req.Params, end = t.relays.begin(sendCtx, r, req.Params)
+		defer end()
+	}
+	resp, err := t.Interface.SendRequest(sendCtx, req)
 	if cerr := call.err(); cerr != nil {
 		return nil, cerr
 	}
 	if err == nil && resp != nil {
-		if c, ok := ctx.Value(captureKey{}).(*capture); ok && c.method == req.Method {
+		if c, ok := ctx.Value(captureKey{}).(*capture); ok && c.matches(req.Method) {
 			if err := c.record(resp, t.cap.max); err != nil {
 				return nil, err
 			}
@@ -118,8 +131,18 @@ func (t *captureTransport) SendRequest(ctx context.Context, req transport.JSONRP
 	return resp, err
 }
 
+// SetNotificationHandler routes the upstream's notifications to the relays
+// (and Options.OnNotification) before mcp-go sees them.
+func (t *captureTransport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+	t.Interface.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
+		t.relays.notify(n)
+		h(n)
+	})
+}
+
 func (t *captureTransport) SetRequestHandler(h transport.RequestHandler) {
 	if b, ok := t.Interface.(transport.BidirectionalInterface); ok {
+		h = t.relays.handler(h)
 		if t.gate != nil {
 			h = t.gate.wrap(h)
 		}
@@ -144,8 +167,8 @@ func (t captureHTTPTransport) SetConnectionLostHandler(h func(error)) {
 	}
 }
 
-func wrapTransport(inner transport.Interface, rc *resultCap, gate *requestGate) transport.Interface {
-	base := &captureTransport{Interface: inner, cap: rc, gate: gate}
+func wrapTransport(inner transport.Interface, rc *resultCap, gate *requestGate, rs *relays) transport.Interface {
+	base := &captureTransport{Interface: inner, cap: rc, gate: gate, relays: rs}
 	if h, ok := inner.(transport.HTTPConnection); ok {
 		return captureHTTPTransport{captureTransport: base, http: h}
 	}

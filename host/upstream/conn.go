@@ -1,7 +1,9 @@
 // Package upstream connects to one MCP server over stdio, legacy HTTP+SSE or
-// streamable HTTP with mcp-go, and exchanges tool lists and tool calls with it
-// as raw JSON, so schemas and results reach agents exactly as the server wrote
-// them.
+// streamable HTTP with mcp-go, and exchanges tool lists, tool calls and any
+// other request with it as raw JSON, so schemas and results reach agents
+// exactly as the server wrote them. What the server sends back about a call
+// (progress, log messages, its own sampling, elicitation and roots requests)
+// is relayed to the downstream client that made the call (relay.go).
 package upstream
 
 import (
@@ -81,6 +83,14 @@ type Options struct {
 	// MaxResultBytes bounds one message from the server when the server's
 	// own max_result_bytes is not set (zero: DefaultMaxResultBytes).
 	MaxResultBytes int64
+	// RelayTimeout bounds how long a server request relayed to a downstream
+	// client waits for its answer (zero: DefaultRelayTimeout).
+	RelayTimeout time.Duration
+	// OnNotification receives the upstream's unsolicited notifications
+	// (notifications/tools/list_changed, .../resources/list_changed,
+	// .../prompts/list_changed, notifications/resources/updated). It runs
+	// on the connection's reader and must not block.
+	OnNotification func(method string, params json.RawMessage)
 }
 
 type callHeadersKey struct{}
@@ -124,8 +134,17 @@ type Conn struct {
 	baseHeaders func() map[string]string
 	workspace   string // Options.Workspace
 
-	results  *resultCap   // max_result_bytes, enforced while reading
-	requests *requestGate // stdio only: the child's requests to the host
+	results  *resultCap          // max_result_bytes, enforced while reading
+	requests *requestGate        // stdio only: the child's requests to the host
+	relays   *relays             // the calls in flight that relay to a client
+	wire     transport.Interface // the wrapped transport mcp-go uses
+
+	capabilities json.RawMessage // the server's, from initialize or server/discover
+	instructions string
+	requestSeq   atomic.Uint64 // ids of raw requests ("antler-N")
+	clientInfo   mcp.Implementation
+	levelMu      sync.Mutex
+	level        string // logging/setLevel on a 2026-07-28 connection
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // stdio only
@@ -169,13 +188,20 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		limit = DefaultMaxResultBytes
 	}
 	c.results = newResultCap(limit, log, c.exited)
+	c.relays = newRelays(srv.Type != config.TransportStdio, c.results.count, opts.RelayTimeout, opts.OnNotification)
 
 	inner, err := c.newTransport()
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	var copts []client.ClientOption
+	// Sampling and elicitation are always offered: a request no downstream
+	// client can take is answered with an error (see relay.go). Roots are
+	// not: a server would ask for them at once, with no call to relay to.
+	copts := []client.ClientOption{client.WithClientCapabilities(mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapability{},
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+	}), client.WithSamplingHandler(inputHandler{c.relays}), client.WithElicitationHandler(inputHandler{c.relays})}
 	if srv.ProtocolVersion != "" {
 		if !mcp.IsValidProtocolVersion(srv.ProtocolVersion) {
 			cancel()
@@ -183,7 +209,8 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		}
 		copts = append(copts, client.WithProtocolVersion(srv.ProtocolVersion))
 	}
-	c.client = client.NewClient(wrapTransport(inner, c.results, c.requests), copts...)
+	c.wire = wrapTransport(inner, c.results, c.requests, c.relays)
+	c.client = client.NewClient(c.wire, copts...)
 
 	// Abort the start (an SSE stream, a child's handshake) if ctx ends first.
 	stop := context.AfterFunc(ctx, cancel)
@@ -192,9 +219,11 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		c.Close()
 		return nil, dialError(ctx, "start", err)
 	}
-	res, err := c.client.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+	initCtx, capt := withCapture(ctx, string(mcp.MethodInitialize), string(mcp.MethodServerDiscover))
+	c.clientInfo = mcp.Implementation{Name: ClientName, Version: opts.Version}
+	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: srv.ProtocolVersion,
-		ClientInfo:      mcp.Implementation{Name: ClientName, Version: opts.Version},
+		ClientInfo:      c.clientInfo,
 	}})
 	if err != nil {
 		c.Close()
@@ -205,6 +234,15 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		return nil, dialError(ctx, "initialize", ctx.Err())
 	}
 	c.protocol = res.ProtocolVersion
+	c.instructions = res.Instructions
+	if raw, _ := capt.last(); raw != nil {
+		var r struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		if json.Unmarshal(raw, &r) == nil {
+			c.capabilities = r.Capabilities
+		}
+	}
 	return c, nil
 }
 
@@ -362,13 +400,8 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 	_, err := c.client.CallTool(ctx, req)
 	raw, rpcErr := capt.last()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		// The SSE transport's own timer can fire a moment before ctx is
-		// marked done; a call that failed at its deadline timed out.
-		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-			return nil, fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+		if err := ended(ctx, err); err != nil {
+			return nil, err
 		}
 		if rpcErr != nil && raw == nil {
 			return nil, rpcErr
@@ -379,6 +412,20 @@ func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, 
 		return nil, errors.New("tools/call: no result captured")
 	}
 	return raw, nil
+}
+
+// ended is the error of a request that failed because its ctx ended, or
+// nil if it failed for another reason.
+func ended(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// The SSE transport's own timer can fire a moment before ctx is marked
+	// done; a request that failed at its deadline timed out.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
+	return nil
 }
 
 // Close ends the connection. For stdio it closes the child's stdin, waits

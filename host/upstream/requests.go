@@ -27,7 +27,10 @@ const replyWriteTimeout = 5 * time.Second
 // full pipe. The gate writes the replies itself (a reply write stuck for
 // replyWriteTimeout ends the session), and the stdout reader waits while
 // maxServerRequests are unanswered, so the child is held back by its own
-// full stdout instead of the host growing.
+// full stdout instead of the host growing. A request relayed to a
+// downstream client (relay.go) holds its place until the client answers or
+// RelayTimeout passes; the stuck-reply timer starts only once the answer is
+// there, since it is about writing the reply.
 type requestGate struct {
 	w     *lockedWriter
 	abort func() // ends the session

@@ -49,7 +49,8 @@ const (
 // new cursor for brokenPagesEnv pages; and tools/call by the tool's name:
 // "noid" with 4 MiB whose id is missing, "notify" with a 4 MiB notification
 // before a small result, "ask" with the number of replies to askPings pings
-// it sent first, anything else with a small result.
+// it sent first, anything else with a small result; "hang" never; "big" with 4 MiB; and
+// says "cancelled <id>" on stderr for each notifications/cancelled.
 func brokenServer() {
 	flood, _ := strconv.Atoi(os.Getenv(brokenFloodEnv))
 	var asking json.RawMessage // the "ask" call waiting for its pongs
@@ -70,10 +71,17 @@ func brokenServer() {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 			Params struct {
-				Name string `json:"name"`
+				Name      string          `json:"name"`
+				RequestID json.RawMessage `json:"requestId"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || req.ID == nil {
+		if json.Unmarshal(in.Bytes(), &req) != nil {
+			continue
+		}
+		if req.Method == "notifications/cancelled" {
+			fmt.Fprintf(os.Stderr, "cancelled %s\n", req.Params.RequestID)
+		}
+		if req.ID == nil {
 			continue
 		}
 		switch req.Method {
@@ -102,6 +110,9 @@ func brokenServer() {
 			default:
 				reply(req.ID, fmt.Sprintf(`{"content":[{"type":"text","text":"pid %d"}]}`, os.Getpid()))
 			}
+		case "hang": // never answered
+		case "big":
+			reply(req.ID, fmt.Sprintf(`{"text":"%s"}`, big))
 		case "tools/list":
 			next := ""
 			if page < pages {
