@@ -1,0 +1,183 @@
+package mcpserver
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/antler-mcp/antler/host/principal"
+)
+
+// owners binds every MCP session id to the principal that opened it: a
+// session id is a handle, not a credential, so a request naming another
+// principal's session is answered as if the session did not exist.
+type owners struct {
+	mu sync.Mutex
+	by map[string]principal.Principal
+}
+
+func newOwners() *owners { return &owners{by: map[string]principal.Principal{}} }
+
+// mint makes a new session id owned by p.
+func (o *owners) mint(p principal.Principal) string {
+	id := newSessionID()
+	o.mu.Lock()
+	o.by[id] = p
+	o.mu.Unlock()
+	return id
+}
+
+// owns reports whether id is a live session of p.
+func (o *owners) owns(id string, p principal.Principal) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	owner, ok := o.by[id]
+	return ok && owner == p
+}
+
+func (o *owners) remove(id string) {
+	o.mu.Lock()
+	delete(o.by, id)
+	o.mu.Unlock()
+}
+
+// count is the number of live sessions (for tests and status).
+func (o *owners) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.by)
+}
+
+var errSessionNotFound = errors.New("session not found")
+
+// resolver hands mcp-go a session-id manager bound to the request's
+// principal. mcp-go calls it with a nil request from its idle sweeper.
+type resolver struct{ o *owners }
+
+func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
+	m := ownedIDs{o: r.o}
+	if req != nil {
+		m.p, m.authenticated = principal.FromContext(req.Context())
+	}
+	return m
+}
+
+// ownedIDs is mcp-go's session-id manager for one request.
+type ownedIDs struct {
+	o             *owners
+	p             principal.Principal
+	authenticated bool
+}
+
+func (m ownedIDs) Generate() string {
+	if !m.authenticated {
+		return "" // no session; Streamable refuses such requests anyway
+	}
+	return m.o.mint(m.p)
+}
+
+func (m ownedIDs) Validate(id string) (isTerminated bool, err error) {
+	if !m.authenticated || !m.o.owns(id, m.p) {
+		return false, errSessionNotFound
+	}
+	return false, nil
+}
+
+func (m ownedIDs) Terminate(id string) (isNotAllowed bool, err error) {
+	if m.authenticated && !m.o.owns(id, m.p) {
+		return true, nil
+	}
+	m.o.remove(id)
+	return false, nil
+}
+
+// Streamable serves POST, GET and DELETE /mcp. A request carrying an
+// Mcp-Session-Id the caller does not own is 404, like an unknown session
+// (mcp-go does not check the id of a GET), and a GET that names no session
+// is 400 (mcp-go would open an unbound one).
+func (s *Server) Streamable() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := principal.FromContext(r.Context())
+		if !ok {
+			http.Error(w, errUnauthenticated.Error(), http.StatusUnauthorized)
+			return
+		}
+		s.used()
+		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+		id := r.Header.Get(server.HeaderKeySessionID)
+		switch {
+		case id != "" && !modern && !s.owners.owns(id, p):
+			http.Error(w, "Session not found", http.StatusNotFound)
+			return
+		case id == "" && !modern && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
+			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
+			return
+		}
+		s.streamable.ServeHTTP(w, r)
+	})
+}
+
+// SSE serves GET /sse, the legacy HTTP+SSE stream; its session is bound to
+// the caller like a streamable one.
+func (s *Server) SSE() http.Handler {
+	h := s.sse.SSEHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := principal.FromContext(r.Context()); !ok {
+			http.Error(w, errUnauthenticated.Error(), http.StatusUnauthorized)
+			return
+		}
+		s.used()
+		h.ServeHTTP(&noWildcardOrigin{ResponseWriter: w}, r)
+	})
+}
+
+// Messages serves POST /messages?sessionId=..., the legacy transport's
+// requests; another principal's session id is 404.
+func (s *Server) Messages() http.Handler {
+	h := s.sse.MessageHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := principal.FromContext(r.Context())
+		if !ok {
+			http.Error(w, errUnauthenticated.Error(), http.StatusUnauthorized)
+			return
+		}
+		s.used()
+		if id := r.URL.Query().Get("sessionId"); id != "" && !s.owners.owns(id, p) {
+			http.Error(w, "Session not found", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// noWildcardOrigin drops the "Access-Control-Allow-Origin: *" mcp-go's SSE
+// stream sets when it has no CORS settings of its own: the gateway's CORS
+// middleware names the allowed origins, and any other page must not read
+// the stream.
+type noWildcardOrigin struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *noWildcardOrigin) strip() {
+	if !w.wrote {
+		w.wrote = true
+		if w.Header().Get("Access-Control-Allow-Origin") == "*" {
+			w.Header().Del("Access-Control-Allow-Origin")
+		}
+	}
+}
+
+func (w *noWildcardOrigin) WriteHeader(code int) { w.strip(); w.ResponseWriter.WriteHeader(code) }
+
+func (w *noWildcardOrigin) Write(b []byte) (int, error) { w.strip(); return w.ResponseWriter.Write(b) }
+
+func (w *noWildcardOrigin) Flush() {
+	w.strip()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *noWildcardOrigin) Unwrap() http.ResponseWriter { return w.ResponseWriter }
