@@ -199,7 +199,9 @@ func (s *Server) Close() {
 	s.startWatch.Do(func() {}) // a request racing Close starts no watcher
 	s.stop()
 	s.watching.Wait()
-	s.streamable.CloseSessions(context.Background())
+	// Shutdown also stops the idle-session sweeper; mcp-go owns no HTTP
+	// server here, so it only ends sessions.
+	_ = s.streamable.Shutdown(context.Background())
 	s.sse.CloseSessions()
 }
 

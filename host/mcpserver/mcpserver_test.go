@@ -326,6 +326,20 @@ func TestLegacySSEListsAndCalls(t *testing.T) {
 	if res := call(t, c, "stdio_echo", map[string]any{"message": "old"}, nil); textOf(res) != "Echo: old" {
 		t.Errorf("stdio_echo over SSE: %+v", res)
 	}
+
+	// mcp-go would let any page read the stream ("*"); the gateway's CORS
+	// answer (none here) stands.
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(sctx, "GET", h.url+"/sse", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("GET /sse: %d, Access-Control-Allow-Origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
 }
 
 func TestEdgeRulesApply(t *testing.T) {

@@ -130,7 +130,7 @@ func (s *Server) SSE() http.Handler {
 			return
 		}
 		s.used()
-		h.ServeHTTP(&noWildcardOrigin{ResponseWriter: w}, r)
+		h.ServeHTTP(&noWildcardOrigin{ResponseWriter: w, allowed: w.Header().Get(allowOrigin)}, r)
 	})
 }
 
@@ -153,20 +153,28 @@ func (s *Server) Messages() http.Handler {
 	})
 }
 
-// noWildcardOrigin drops the "Access-Control-Allow-Origin: *" mcp-go's SSE
-// stream sets when it has no CORS settings of its own: the gateway's CORS
-// middleware names the allowed origins, and any other page must not read
-// the stream.
+const allowOrigin = "Access-Control-Allow-Origin"
+
+// noWildcardOrigin undoes the "Access-Control-Allow-Origin: *" mcp-go's SSE
+// stream sets when it has no CORS settings of its own: the answer is what
+// the gateway's CORS middleware set (an allowed origin, or nothing), so no
+// other page can read the stream.
 type noWildcardOrigin struct {
 	http.ResponseWriter
-	wrote bool
+	allowed string
+	wrote   bool
 }
 
 func (w *noWildcardOrigin) strip() {
-	if !w.wrote {
-		w.wrote = true
-		if w.Header().Get("Access-Control-Allow-Origin") == "*" {
-			w.Header().Del("Access-Control-Allow-Origin")
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if w.Header().Get(allowOrigin) == "*" {
+		if w.allowed == "" {
+			w.Header().Del(allowOrigin)
+		} else {
+			w.Header().Set(allowOrigin, w.allowed)
 		}
 	}
 }
