@@ -39,6 +39,7 @@ type host struct {
 	cfgPath string
 	bin     string
 	httpURL string
+	admin   string // the key that reads pool counts ("" without keys)
 }
 
 func newHost(t *testing.T, keys ...settings.Key) *host {
@@ -470,7 +471,7 @@ func TestSessionIsBoundToItsPrincipal(t *testing.T) {
 // stdioSessions is the stdio server's pool count from /api/mcp/servers.
 func (h *host) stdioSessions() int {
 	h.t.Helper()
-	_, body := h.rest("GET", "/api/mcp/servers", "", "")
+	_, body := h.rest("GET", "/api/mcp/servers", h.admin, "")
 	var st struct {
 		Servers []struct {
 			Name     string `json:"name"`
@@ -574,5 +575,35 @@ func TestListChangedAfterConfigChange(t *testing.T) {
 	}
 	if names := mcpNames(t, c); !slices.Contains(names, "stdio_extra") {
 		t.Errorf("no stdio_extra after the change: %v", names)
+	}
+}
+
+// TestUserIDIsHonouredForInternalKeysOnly: _meta antler/user_id moves an
+// internal key's call to that user's stdio session; an agent's is ignored.
+func TestUserIDIsHonouredForInternalKeysOnly(t *testing.T) {
+	h := newHost(t, settings.Key{Key: "kadm", User: "root", Role: settings.RoleAdmin},
+		settings.Key{Key: "ki", User: "backend", Role: settings.RoleInternal},
+		settings.Key{Key: "ka", User: "alice", Role: settings.RoleAgent})
+	h.admin = "kadm"
+	internal, agent := h.client("2025-11-25", "ki"), h.client("2025-11-25", "ka")
+	as := func(c *client.Client, user string) float64 {
+		meta := map[string]any{mcpserver.MetaThreadID: "t1"}
+		if user != "" {
+			meta[mcpserver.MetaUserID] = user
+		}
+		return pid(t, call(t, c, "stdio_whoami", map[string]any{}, meta))
+	}
+	carol := as(internal, "carol")
+	if again := as(internal, "carol"); again != carol {
+		t.Errorf("carol:t1 again: pid %v, was %v", again, carol)
+	}
+	if backend := as(internal, ""); backend == carol {
+		t.Error("the internal key's own call ran in carol's session")
+	}
+	if alice := as(agent, "carol"); alice == carol {
+		t.Error("an agent key reached carol's session through antler/user_id")
+	}
+	if n := h.stdioSessions(); n != 3 {
+		t.Errorf("%d stdio sessions, want 3 (carol, backend, alice)", n)
 	}
 }

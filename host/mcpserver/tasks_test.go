@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/antler-mcp/antler/host/gateway"
@@ -90,6 +91,11 @@ func TestTaskToolsOverMCP(t *testing.T) {
 	id, _ := sc["task_id"].(string)
 	if sub.IsError || !strings.HasPrefix(id, "mcp-task-") {
 		t.Fatalf("submit: %+v", sub)
+	}
+	// The header carrier: X-Antler-Secret-K is the secret "k".
+	hc := h.client("2025-11-25", "", transport.WithHTTPHeaders(map[string]string{mcpserver.HeaderSecretPrefix + "K": "s3cret"}))
+	if viaHeader := call(t, hc, "reports_submit_report", map[string]any{"topic": "q4", "delay_ms": 60000}, nil); viaHeader.IsError {
+		t.Errorf("submit with the secret in a header: %+v", viaHeader)
 	}
 	thread := mcpserver.SessionThread(c.GetSessionId())
 	code, body := h.rest("GET", "/api/threads/"+thread+"/mcp-tasks/"+id, "", "")
