@@ -408,7 +408,7 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (tasktoo
 	if req.Params.Meta != nil {
 		meta = req.Params.Meta.AdditionalFields
 	}
-	if v, ok := meta[MetaThreadID]; ok && v != nil {
+	if v, ok := meta[MetaThreadID]; ok && v != nil && v != "" { // "" is no thread, as on REST
 		t, isString := v.(string)
 		if !isString {
 			return call, fmt.Errorf("_meta %s: must be a string", MetaThreadID)
@@ -436,7 +436,7 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (tasktoo
 		}
 		call.Secrets = secrets
 	}
-	if v, ok := meta[MetaUserID]; ok && v != nil {
+	if v, ok := meta[MetaUserID]; ok && v != nil && v != "" {
 		u, isString := v.(string)
 		if !isString {
 			return call, fmt.Errorf("_meta %s: must be a string", MetaUserID)
