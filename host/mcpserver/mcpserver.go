@@ -70,9 +70,10 @@ func SessionThread(sessionID string) string { return "mcp-" + sessionID }
 
 // Defaults of Options.
 const (
-	DefaultSessionIdleTTL      = 30 * time.Minute
-	DefaultWatchInterval       = 2 * time.Second
-	DefaultMaxEventsPerSession = 1024
+	DefaultSessionIdleTTL          = 30 * time.Minute
+	DefaultWatchInterval           = 2 * time.Second
+	DefaultMaxEventsPerSession     = 1024
+	DefaultMaxSessionsPerPrincipal = 64
 )
 
 // Options configure a Server.
@@ -96,6 +97,11 @@ type Options struct {
 	// MaxEventsPerSession bounds a session's resumable events
 	// (0: DefaultMaxEventsPerSession).
 	MaxEventsPerSession int
+	// MaxSessionsPerPrincipal caps the streamable-HTTP sessions one caller
+	// holds at once; one more initialize is 429 (0:
+	// DefaultMaxSessionsPerPrincipal). Legacy SSE sessions live as long as
+	// their stream, which the gateway caps per caller.
+	MaxSessionsPerPrincipal int
 }
 
 // Server is the MCP door.
@@ -109,6 +115,8 @@ type Server struct {
 	streamable *server.StreamableHTTPServer
 	sse        *server.SSEServer
 	owners     *owners
+	// maxSessions caps one principal's streamable sessions.
+	maxSessions int
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -140,7 +148,10 @@ func New(opts Options) *Server {
 	if maxEvents <= 0 {
 		maxEvents = DefaultMaxEventsPerSession
 	}
-	s := &Server{cache: opts.Cache, tasks: opts.Tasks, log: log, acquire: opts.AcquireCall, owners: newOwners()}
+	s := &Server{cache: opts.Cache, tasks: opts.Tasks, log: log, acquire: opts.AcquireCall, owners: newOwners(), maxSessions: opts.MaxSessionsPerPrincipal}
+	if s.maxSessions <= 0 {
+		s.maxSessions = DefaultMaxSessionsPerPrincipal
+	}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })

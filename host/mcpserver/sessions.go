@@ -1,7 +1,11 @@
 package mcpserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -15,19 +19,30 @@ import (
 // session id is a handle, not a credential, so a request naming another
 // principal's session is answered as if the session did not exist.
 type owners struct {
-	mu sync.Mutex
-	by map[string]principal.Principal
+	mu  sync.Mutex
+	by  map[string]principal.Principal
+	per map[principal.Principal]int
 }
 
-func newOwners() *owners { return &owners{by: map[string]principal.Principal{}} }
+func newOwners() *owners {
+	return &owners{by: map[string]principal.Principal{}, per: map[principal.Principal]int{}}
+}
 
 // mint makes a new session id owned by p.
 func (o *owners) mint(p principal.Principal) string {
 	id := newSessionID()
 	o.mu.Lock()
 	o.by[id] = p
+	o.per[p]++
 	o.mu.Unlock()
 	return id
+}
+
+// held is the number of live sessions p owns.
+func (o *owners) held(p principal.Principal) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.per[p]
 }
 
 // owns reports whether id is a live session of p.
@@ -40,15 +55,15 @@ func (o *owners) owns(id string, p principal.Principal) bool {
 
 func (o *owners) remove(id string) {
 	o.mu.Lock()
-	delete(o.by, id)
-	o.mu.Unlock()
-}
-
-// count is the number of live sessions (for tests and status).
-func (o *owners) count() int {
-	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.by)
+	p, ok := o.by[id]
+	if !ok {
+		return
+	}
+	delete(o.by, id)
+	if o.per[p]--; o.per[p] <= 0 {
+		delete(o.per, p)
+	}
 }
 
 var errSessionNotFound = errors.New("session not found")
@@ -115,9 +130,26 @@ func (s *Server) Streamable() http.Handler {
 		case id == "" && !modern && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
 			return
+		case id == "" && r.Method == http.MethodPost && s.owners.held(p) >= s.maxSessions && isInitialize(r):
+			http.Error(w, fmt.Sprintf("too many MCP sessions: this caller already holds %d (end one with DELETE /mcp, or let one idle out)", s.maxSessions), http.StatusTooManyRequests)
+			return
 		}
 		s.streamable.ServeHTTP(w, r)
 	})
+}
+
+// isInitialize peeks at a POST body (the gateway has buffered it, within
+// its body limit) for an initialize request, and puts the body back.
+func isInitialize(r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
 }
 
 // SSE serves GET /sse, the legacy HTTP+SSE stream; its session is bound to
