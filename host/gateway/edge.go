@@ -152,7 +152,11 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 			// "same-site") could still start servers or hold streams.
 			return fail(c, http.StatusForbidden, "cross-site request refused: Sec-Fetch-Site is %s and the request names no allowed Origin", site)
 		}
-		if stateChanging(req.Method) || req.ContentLength != 0 {
+		// An MCP session's DELETE carries no body and, from the transport's
+		// clients, no Content-Type; a browser cannot send a DELETE without
+		// a preflight, and the Origin rule above already ran.
+		mcpDelete := req.Method == http.MethodDelete && req.ContentLength == 0 && c.Path() == "/mcp"
+		if (stateChanging(req.Method) || req.ContentLength != 0) && !mcpDelete {
 			mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
 			if err != nil || mt != echo.MIMEApplicationJSON {
 				return fail(c, http.StatusUnsupportedMediaType, "Content-Type must be application/json, also on a %s without a body", req.Method)
@@ -237,6 +241,18 @@ func (s *Server) callLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// streamWrites bounds each write of a response instead of the whole
+// response: an MCP POST may answer with an event stream that lasts as long
+// as its tool call and relays progress meanwhile.
+func (s *Server) streamWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(streamKey, true)
+		w := c.Response()
+		w.Writer = &streamWriter{ResponseWriter: w.Writer, rc: http.NewResponseController(w.Writer), timeout: s.http.WriteTimeout}
+		return next(c)
+	}
+}
+
 // eventStream marks a long-lived response: it caps the caller's open
 // streams and replaces the response's write deadline with one per write, so
 // the stream lives as long as the client reads and a client that stops
@@ -248,10 +264,7 @@ func (s *Server) eventStream(next echo.HandlerFunc) echo.HandlerFunc {
 			return fail(c, http.StatusTooManyRequests, "too many open event streams: this caller already has %d open (http.per_principal.max_event_streams)", s.streamSlots.max)
 		}
 		defer release()
-		c.Set(streamKey, true)
-		w := c.Response()
-		w.Writer = &streamWriter{ResponseWriter: w.Writer, rc: http.NewResponseController(w.Writer), timeout: s.http.WriteTimeout}
-		return next(c)
+		return s.streamWrites(next)(c)
 	}
 }
 

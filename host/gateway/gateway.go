@@ -23,8 +23,10 @@ import (
 	"github.com/antler-mcp/antler/host/configfile"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/launchpolicy"
+	"github.com/antler-mcp/antler/host/mcpserver"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/taskservice"
+	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
@@ -52,6 +54,8 @@ type Options struct {
 	// HTTP bounds the HTTP edge: Host and Origin rules, timeouts, the
 	// connection cap and per-principal limits (zero fields: defaults).
 	HTTP HTTPOptions
+	// Version is the host version the MCP endpoint reports in serverInfo.
+	Version string
 }
 
 // Server is the gateway.
@@ -61,6 +65,10 @@ type Server struct {
 	auth  *principal.Authenticator
 	log   *slog.Logger
 	tasks *taskservice.Service
+	// taskTools serves task submits and the host tools on both doors;
+	// door is the MCP endpoint (/mcp, /sse, /messages).
+	taskTools *tasktools.Tools
+	door      *mcpserver.Server
 
 	// streams ends long-lived responses (event streams) at shutdown, which
 	// would otherwise hold the drain until the grace period runs out.
@@ -94,6 +102,8 @@ func New(opts Options) *Server {
 		log.Warn("ignoring invalid HTTP edge entries", "error", errors.Join(edgeErrs...).Error())
 	}
 	s.callSlots, s.streamSlots = newSlots(s.http.MaxCallsPerPrincipal), newSlots(s.http.MaxStreamsPerPrincipal)
+	s.taskTools = tasktools.New(opts.Tasks, log)
+	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire})
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.
@@ -110,6 +120,13 @@ func New(opts Options) *Server {
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
+	// The MCP endpoint: the same authentication and edge rules; its
+	// streams are bounded per write, not per response.
+	e.POST("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.streamWrites)
+	e.GET("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.eventStream)
+	e.DELETE("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate)
+	e.GET("/sse", echo.WrapHandler(s.door.SSE()), s.authenticate, s.eventStream)
+	e.POST("/messages", echo.WrapHandler(s.door.Messages()), s.authenticate)
 	api := e.Group("/api", s.authenticate)
 	api.GET("/mcp/tools", s.listTools)
 	api.POST("/mcp/tools/:name/call", s.callTool, s.callLimit)
@@ -160,6 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(s.stopStreams)
+	srv.RegisterOnShutdown(s.door.Close)
 	errc := make(chan error, 1)
 	limited := newLimitListener(ln, s.http.MaxConnections)
 	go func() { errc <- srv.Serve(limited) }()
@@ -279,6 +297,8 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return fail(c, http.StatusUnauthorized, "%s", err.Error())
 		}
 		c.Set(principalKey, p)
+		req := c.Request()
+		c.SetRequest(req.WithContext(principal.NewContext(req.Context(), p)))
 		return next(c)
 	}
 }
@@ -298,3 +318,7 @@ func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// Close ends the MCP endpoint's sessions and streams (Serve does it at
+// shutdown; for embedders and tests that serve Handler themselves).
+func (s *Server) Close() { s.door.Close() }

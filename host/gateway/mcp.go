@@ -10,7 +10,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/routing"
-	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
@@ -30,18 +30,8 @@ func (s *Server) listTools(c echo.Context) error {
 		return err
 	}
 	tools := append([]toolcache.Tool{}, snap.Tools...)
-	if s.tasks != nil && s.tasks.Running() {
-		tools = append(tools, hostTools()...)
-	}
+	tools = append(tools, s.taskTools.Listed()...)
 	return c.JSON(http.StatusOK, map[string]any{"tools": tools})
-}
-
-// errorResult is a model-safe tool failure in CallToolResult shape.
-func errorResult(msg string) map[string]any {
-	return map[string]any{
-		"content": []map[string]string{{"type": "text", "text": msg}},
-		"isError": true,
-	}
 }
 
 func (s *Server) callTool(c echo.Context) error {
@@ -58,7 +48,7 @@ func (s *Server) callTool(c echo.Context) error {
 	if err != nil {
 		return fail(c, http.StatusBadRequest, "%s", err.Error())
 	}
-	if (name == ToolListTasks || name == ToolCancelTask) && s.tasks != nil {
+	if tasktools.IsHostTool(name) && s.taskTools.Configured() {
 		return s.callHostTool(c, name, req)
 	}
 	snap, err := s.snapshot(c)
@@ -82,7 +72,7 @@ func (s *Server) callTool(c echo.Context) error {
 	if err != nil {
 		var ce *dispatch.CallError
 		if errors.As(err, &ce) {
-			return c.JSON(http.StatusOK, errorResult(ce.Message))
+			return c.JSON(http.StatusOK, tasktools.ErrorResult(ce.Message))
 		}
 		if errors.Is(err, toolcache.ErrUnknownTool) {
 			return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
@@ -97,14 +87,11 @@ func (s *Server) callTool(c echo.Context) error {
 // (and logged): an agent must not borrow another user's credentials.
 func (s *Server) callerUser(c echo.Context, bodyUser string) string {
 	p := principalFrom(c)
-	if bodyUser == "" || bodyUser == p.User {
-		return p.User
+	user, ignored := p.ActingUser(bodyUser)
+	if ignored {
+		s.log.Warn("ignoring user_id from a principal that is not internal", "request_id", requestIDFrom(c), "principal", p.User, "role", p.Role, "user_id", bodyUser)
 	}
-	if p.Role == settings.RoleInternal {
-		return bodyUser
-	}
-	s.log.Warn("ignoring user_id from a principal that is not internal", "request_id", requestIDFrom(c), "principal", p.User, "role", p.Role, "user_id", bodyUser)
-	return p.User
+	return user
 }
 
 func (s *Server) routingHints(c echo.Context) error {

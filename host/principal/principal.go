@@ -3,6 +3,7 @@
 package principal
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"net"
@@ -79,4 +80,33 @@ func IsLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ActingUser is the user a call made by p acts for when the request names
+// requested (""): p's own user, or requested when p is internal (a backend
+// serving many users). ignored reports a requested user that was not
+// honoured, which callers log: an agent must not borrow another user's
+// credentials.
+func (p Principal) ActingUser(requested string) (user string, ignored bool) {
+	if requested == "" || requested == p.User {
+		return p.User, false
+	}
+	if p.Role == settings.RoleInternal {
+		return requested, false
+	}
+	return p.User, true
+}
+
+type contextKey struct{}
+
+// NewContext returns ctx carrying p, so handlers mounted behind the
+// gateway's authentication (the MCP endpoint) see the caller.
+func NewContext(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, contextKey{}, p)
+}
+
+// FromContext returns the principal NewContext stored, if any.
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(contextKey{}).(Principal)
+	return p, ok
 }

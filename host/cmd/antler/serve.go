@@ -132,9 +132,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	// and the $VAR allowlist are read from the environment once.
 	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
 	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
-		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP)})
+		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString()})
 	dataAbs, _ := filepath.Abs(st.DataDir)
-	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
+	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
 	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())
 
 	if err := srv.Serve(ctx, ln, grace); err != nil {
@@ -152,6 +152,11 @@ func printTryIt(w io.Writer, addr string, snap *toolcache.Snapshot, open bool) {
 		auth = ` -H "Authorization: Bearer $ANTLER_KEY"`
 	}
 	fmt.Fprintf(w, "\nAntler is serving %d tools on http://%s\n\n", len(snap.Tools), addr)
+	fmt.Fprintf(w, "  MCP endpoint: http://%s/mcp\n    (streamable HTTP, every revision 2024-11-05…2026-07-28; legacy HTTP+SSE at http://%s/sse)\n", addr, addr)
+	if !open {
+		fmt.Fprintf(w, "    send the key as the header Authorization: Bearer $ANTLER_KEY\n")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  List the tools:\n    curl -s%s http://%s/api/mcp/tools\n\n", auth, addr)
 	if len(snap.Tools) > 0 {
 		name := snap.Tools[0].Name
