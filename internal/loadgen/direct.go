@@ -40,10 +40,16 @@ func (d *direct) call(ctx context.Context, _ int) error {
 	if err != nil {
 		return err
 	}
-	if res.IsError {
-		return errToolResult
+	if !res.IsError {
+		return nil
 	}
-	return nil
+	r := toolResult{IsError: true}
+	if len(res.Content) > 0 {
+		if tc, ok := mcp.AsTextContent(res.Content[0]); ok {
+			r.Content = []textContent{{Text: tc.Text}}
+		}
+	}
+	return r.err()
 }
 
 func (d *direct) close() error { return d.c.Close() }

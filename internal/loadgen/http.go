@@ -24,8 +24,38 @@ const (
 	headerProtocol = "MCP-Protocol-Version"
 )
 
-// errToolResult marks a call that returned a tool result with isError.
-var errToolResult = errors.New("tool result has isError")
+// ErrToolResult marks, wrapped with the result's first text, a call that
+// returned a tool result with isError.
+var ErrToolResult = errors.New("tool result has isError")
+
+// maxErrorText bounds how much of a failed result's text an error carries.
+const maxErrorText = 200
+
+// toolResult is the part of a CallToolResult a run looks at.
+type toolResult struct {
+	IsError bool          `json:"isError"`
+	Content []textContent `json:"content"`
+}
+
+// textContent is a content block's text (empty for other kinds).
+type textContent struct {
+	Text string `json:"text"`
+}
+
+// err is nil for a success, else ErrToolResult with the result's first text.
+func (r *toolResult) err() error {
+	if !r.IsError {
+		return nil
+	}
+	text := ""
+	if len(r.Content) > 0 {
+		text = r.Content[0].Text
+	}
+	if len(text) > maxErrorText {
+		text = text[:maxErrorText] + "…"
+	}
+	return fmt.Errorf("%w: %s", ErrToolResult, text)
+}
 
 // session is one worker's MCP session over streamable HTTP.
 type session struct {
@@ -199,10 +229,8 @@ func isResponse(data []byte) bool {
 // not a tool error.
 func rpcOutcome(data []byte) error {
 	var m struct {
-		Result *struct {
-			IsError bool `json:"isError"`
-		} `json:"result"`
-		Error *struct {
+		Result *toolResult `json:"result"`
+		Error  *struct {
 			Code    int    `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
@@ -215,10 +243,8 @@ func rpcOutcome(data []byte) error {
 		return fmt.Errorf("JSON-RPC error %d: %s", m.Error.Code, m.Error.Message)
 	case m.Result == nil:
 		return errors.New("response has no result")
-	case m.Result.IsError:
-		return errToolResult
 	}
-	return nil
+	return m.Result.err()
 }
 
 // statusError describes an unexpected HTTP status, with the start of the
@@ -263,17 +289,12 @@ func (c *restCaller) call(ctx context.Context, _ int) error {
 	if resp.StatusCode != http.StatusOK {
 		return statusError(resp)
 	}
-	var res struct {
-		IsError bool `json:"isError"`
-	}
+	var res toolResult
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&res); err != nil {
 		return fmt.Errorf("decode response: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-	if res.IsError {
-		return errToolResult
-	}
-	return nil
+	return res.err()
 }
 
 func (c *restCaller) close() error { return nil }

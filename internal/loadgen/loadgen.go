@@ -222,7 +222,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := treeCPU(watch) - cpuBefore
+	cpu := treeCPU(watch).since(cpuBefore)
 
 	res := Result{
 		Mode:       opts.Mode,
@@ -313,6 +313,24 @@ func newCaller(ctx context.Context, opts Options, hc *http.Client) (caller, erro
 		}
 		return d, nil
 	}
+}
+
+// cpuSample is the CPU time each process of a watched tree had spent at
+// one moment.
+type cpuSample map[int]time.Duration
+
+// since is the CPU time spent between before and s by the processes alive
+// at s (a process that started in between counts whole). A process that
+// exited in between takes its time with it, so the sum is a lower bound
+// then, never negative.
+func (s cpuSample) since(before cpuSample) time.Duration {
+	var sum time.Duration
+	for p, cpu := range s {
+		if d := cpu - before[p]; d > 0 {
+			sum += d
+		}
+	}
+	return sum
 }
 
 // percentile is the nearest-rank p-th percentile of sorted.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,11 +99,13 @@ func TestRunMCP(t *testing.T) {
 		// tool (-1: not checked, for a stateless server).
 		wantSessions int
 		wantSSE      bool
+		// wantFirst is text the first failure's message must hold.
+		wantFirst string
 	}{
 		{name: "session per worker", opts: []server.StreamableHTTPOption{server.WithStateful(true)}, tool: "echo", workers: 4, count: 40, wantSessions: 4},
 		{name: "bearer token", opts: []server.StreamableHTTPOption{server.WithStateful(true)}, token: "k1", auth: "Bearer k1", tool: "echo", workers: 2, count: 10, wantSessions: 2},
 		{name: "stateless server", opts: []server.StreamableHTTPOption{server.WithStateLess(true)}, tool: "echo", workers: 3, count: 12, wantSessions: -1},
-		{name: "tool errors are counted", opts: []server.StreamableHTTPOption{server.WithStateful(true)}, tool: "fail", workers: 2, count: 10, wantErrors: 10, wantSessions: 2},
+		{name: "tool errors are counted", opts: []server.StreamableHTTPOption{server.WithStateful(true)}, tool: "fail", workers: 2, count: 10, wantErrors: 10, wantSessions: 2, wantFirst: "always fails"},
 		{name: "unknown tool is counted", opts: []server.StreamableHTTPOption{server.WithStateful(true)}, tool: "missing", workers: 1, count: 5, wantErrors: 5, wantSessions: 0},
 		{name: "event-stream responses", opts: []server.StreamableHTTPOption{server.WithStateful(true)}, tool: "notify", workers: 2, count: 8, wantSessions: 2, wantSSE: true},
 	}
@@ -121,6 +124,9 @@ func TestRunMCP(t *testing.T) {
 			}
 			if (res.FirstError != nil) != (tt.wantErrors > 0) {
 				t.Errorf("FirstError = %v with %d errors", res.FirstError, res.Errors)
+			}
+			if tt.wantFirst != "" && (!errors.Is(res.FirstError, loadgen.ErrToolResult) || !strings.Contains(res.FirstError.Error(), tt.wantFirst)) {
+				t.Errorf("FirstError = %v, want ErrToolResult with %q", res.FirstError, tt.wantFirst)
 			}
 			if tt.wantSessions >= 0 && u.sessionCount() != tt.wantSessions {
 				t.Errorf("%d sessions called tools, want %d", u.sessionCount(), tt.wantSessions)

@@ -92,15 +92,16 @@ func tree(roots []int) []int {
 	return out
 }
 
-// treeCPU is the CPU time spent so far by roots and their descendants.
-func treeCPU(roots []int) time.Duration {
-	var sum time.Duration
+// treeCPU samples the CPU time spent so far by roots and each of their
+// descendants.
+func treeCPU(roots []int) cpuSample {
+	s := cpuSample{}
 	for _, p := range tree(roots) {
 		if _, cpu, ok := procStat(p); ok {
-			sum += cpu
+			s[p] = cpu
 		}
 	}
-	return sum
+	return s
 }
 
 // treePeakRSS sums the high-water resident size (VmHWM) of roots and their

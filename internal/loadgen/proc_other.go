@@ -2,11 +2,9 @@
 
 package loadgen
 
-import "time"
-
 // Process accounting needs /proc; elsewhere the figures stay zero.
 
-func selfPID() int                { return 0 }
-func childrenOf(int) []int        { return nil }
-func treeCPU([]int) time.Duration { return 0 }
-func treePeakRSS([]int) int64     { return 0 }
+func selfPID() int            { return 0 }
+func childrenOf(int) []int    { return nil }
+func treeCPU([]int) cpuSample { return nil }
+func treePeakRSS([]int) int64 { return 0 }
