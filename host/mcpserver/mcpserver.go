@@ -338,8 +338,9 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		return mcp.NewToolResultError(fmt.Sprintf("MCP tool '%s' returned a result this endpoint cannot relay", truncate(name))), nil
 	}
 	// The upstream's protocol fields are its own: mcp-go sets resultType
-	// for this client's revision.
+	// and the serverInfo _meta (Antler's) for this client's revision.
 	res.ResultType, res.InputRequests, res.RequestState = "", nil, ""
+	dropServerInfo(res)
 	return res, nil
 }
 
@@ -347,6 +348,20 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 // same one).
 func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call tasktools.Call) (json.RawMessage, error) {
 	return snap.Invoke(ctx, dispatch.Request{Name: name, Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets})
+}
+
+// dropServerInfo removes the upstream's io.modelcontextprotocol/serverInfo
+// from a relayed result's _meta: the server a client talks to is Antler,
+// which mcp-go names on a 2026-07-28 result and an older revision has no
+// place for. The result's own _meta keys stay.
+func dropServerInfo(res *mcp.CallToolResult) {
+	if res.Meta == nil {
+		return
+	}
+	delete(res.Meta.AdditionalFields, mcp.MetaKeyServerInfo)
+	if len(res.Meta.AdditionalFields) == 0 && res.Meta.ProgressToken == nil {
+		res.Meta = nil
+	}
 }
 
 // fromResult converts a task tool's answer.
