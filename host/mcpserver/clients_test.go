@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -169,11 +170,34 @@ func demoUpstreams(t *testing.T) string {
 		testmcp.Build(t), testmcp.StartHTTP(t, "http")+"/mcp", testmcp.StartHTTP(t, "sse")+"/sse")
 }
 
-// TestTypeScriptSDKClient: the official TypeScript SDK client, over
-// streamable HTTP at every revision it speaks (it offers its latest,
-// 2025-11-25; the older ones are offered by rewriting its initialize, as
-// the Client has no option for it; it does not speak 2026-07-28) and over
-// legacy SSE, lists the same tools as REST and calls a tool of each
+// sdkSession is one way the SDK client talks to /mcp: a transport and
+// the revision it offers ("" for the SDK's latest), with the revision the
+// gateway must answer.
+type sdkSession struct {
+	name, transport, path, offer, want string
+}
+
+// sdkSessions are the revisions the SDK client speaks (it offers its
+// latest, 2025-11-25; the older ones by rewriting its initialize, as the
+// Client has no option for it; it does not speak 2026-07-28), over
+// streamable HTTP, and legacy SSE.
+var sdkSessions = []sdkSession{
+	{"streamable HTTP, SDK latest", "http", "/mcp", "", "2025-11-25"},
+	{"streamable HTTP 2025-06-18", "http", "/mcp", "2025-06-18", "2025-06-18"},
+	{"streamable HTTP 2025-03-26", "http", "/mcp", "2025-03-26", "2025-03-26"},
+	{"streamable HTTP 2024-11-05", "http", "/mcp", "2024-11-05", "2024-11-05"},
+	{"legacy SSE", "sse", "/sse", "", "2025-11-25"},
+}
+
+// plan returns a copy of plan that connects this way to the gateway at base.
+func (s sdkSession) plan(base string, plan map[string]any) map[string]any {
+	p := maps.Clone(plan)
+	p["url"], p["transport"], p["protocolVersion"] = base+s.path, s.transport, s.offer
+	return p
+}
+
+// TestTypeScriptSDKClient: the official TypeScript SDK client, in each of
+// sdkSessions, lists the same tools as REST and calls a tool of each
 // upstream transport, its own output-schema validation included.
 func TestTypeScriptSDKClient(t *testing.T) {
 	base := startGateway(t, demoUpstreams(t), false, settings.Key{Key: "ka", User: "alice", Role: settings.RoleAgent})
@@ -187,18 +211,9 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			map[string]any{"op": "callTool", "name": server + "_add", "arguments": map[string]any{"a": 1.5, "b": 2}},
 		)
 	}
-	for _, tc := range []struct {
-		name, transport, path, offer, want string
-	}{
-		{"streamable HTTP, SDK latest", "http", "/mcp", "", "2025-11-25"},
-		{"streamable HTTP 2025-06-18", "http", "/mcp", "2025-06-18", "2025-06-18"},
-		{"streamable HTTP 2025-03-26", "http", "/mcp", "2025-03-26", "2025-03-26"},
-		{"streamable HTTP 2024-11-05", "http", "/mcp", "2024-11-05", "2024-11-05"},
-		{"legacy SSE", "sse", "/sse", "", "2025-11-25"},
-	} {
+	for _, tc := range sdkSessions {
 		t.Run(tc.name, func(t *testing.T) {
-			run := runSDK(t, map[string]any{"url": base + tc.path, "transport": tc.transport, "apiKey": "ka",
-				"protocolVersion": tc.offer, "steps": steps})
+			run := runSDK(t, tc.plan(base, map[string]any{"apiKey": "ka", "steps": steps}))
 			if run.ProtocolVersion != tc.want {
 				t.Errorf("negotiated %q, want %q", run.ProtocolVersion, tc.want)
 			}
@@ -264,16 +279,21 @@ func fixtureUpstream(t *testing.T) string {
 // TestTypeScriptSDKRelays: what the SDK client reaches through /mcp beyond
 // tools, on the conformance fixture as a stdio upstream: resources,
 // prompts, progress notifications, and the upstream's elicitation and
-// sampling requests answered by the client. Cases in pendingRelays are
-// expected to fail until their branch lands.
+// sampling requests answered by the client, in each of sdkSessions (from the
+// revision that has the feature). Cases in pendingRelays are expected to
+// fail until their branch lands.
 func TestTypeScriptSDKRelays(t *testing.T) {
 	base := startGateway(t, fixtureUpstream(t), false, settings.Key{Key: "ka", User: "alice", Role: settings.RoleAgent})
-	for _, tc := range []struct {
-		name  string
+	type relay struct {
+		name string
+		// since is the first revision with the feature ("": all).
+		since string
+		// plan has the case's steps and the answers the client gives.
 		plan  map[string]any
 		check func(run sdkRun) []string
-	}{
-		{"resources", map[string]any{"steps": []map[string]any{
+	}
+	cases := []relay{
+		{"resources", "", map[string]any{"steps": []map[string]any{
 			{"op": "listResources"},
 			{"op": "readResource", "uri": "test://static-text"},
 		}}, func(run sdkRun) (problems []string) {
@@ -290,7 +310,7 @@ func TestTypeScriptSDKRelays(t *testing.T) {
 			}
 			return problems
 		}},
-		{"prompts", map[string]any{"steps": []map[string]any{
+		{"prompts", "", map[string]any{"steps": []map[string]any{
 			{"op": "listPrompts"},
 			{"op": "getPrompt", "name": "test_prompt_with_arguments", "arguments": map[string]any{"arg1": "x", "arg2": "y"}},
 		}}, func(run sdkRun) (problems []string) {
@@ -307,7 +327,7 @@ func TestTypeScriptSDKRelays(t *testing.T) {
 			}
 			return problems
 		}},
-		{"progress", map[string]any{"steps": []map[string]any{
+		{"progress", "", map[string]any{"steps": []map[string]any{
 			{"op": "callTool", "name": "test_tool_with_progress", "progress": true},
 		}}, func(run sdkRun) (problems []string) {
 			r, err := run.Steps[0].decode()
@@ -324,7 +344,7 @@ func TestTypeScriptSDKRelays(t *testing.T) {
 			}
 			return problems
 		}},
-		{"elicitation", map[string]any{
+		{"elicitation", "2025-06-18", map[string]any{
 			"elicitation": map[string]any{"action": "accept", "content": map[string]any{"username": "alice", "email": "alice@example.com"}},
 			"steps":       []map[string]any{{"op": "callTool", "name": "test_elicitation", "arguments": map[string]any{"message": "who?"}}},
 		}, func(run sdkRun) (problems []string) {
@@ -337,7 +357,7 @@ func TestTypeScriptSDKRelays(t *testing.T) {
 			}
 			return problems
 		}},
-		{"sampling", map[string]any{
+		{"sampling", "", map[string]any{
 			"sampling": map[string]any{"text": "forty-two"},
 			"steps":    []map[string]any{{"op": "callTool", "name": "test_sampling", "arguments": map[string]any{"prompt": "answer?"}}},
 		}, func(run sdkRun) (problems []string) {
@@ -350,12 +370,39 @@ func TestTypeScriptSDKRelays(t *testing.T) {
 			}
 			return problems
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tc.plan["url"], tc.plan["apiKey"] = base+"/mcp", "ka"
-			expectProblems(t, tc.name, pendingRelays, tc.check(runSDK(t, tc.plan)))
-		})
 	}
+	// One run of the client per session carries every case's steps, to
+	// spare the machine two dozen Node starts; each case checks its own.
+	for _, s := range sdkSessions {
+		plan := map[string]any{"apiKey": "ka"}
+		var steps []map[string]any
+		var mine []relayCase
+		for _, tc := range cases {
+			if s.want < tc.since {
+				continue
+			}
+			maps.Copy(plan, tc.plan)
+			mine = append(mine, relayCase{tc.name, tc.check, len(steps), len(steps) + len(tc.plan["steps"].([]map[string]any))})
+			steps = append(steps, tc.plan["steps"].([]map[string]any)...)
+		}
+		plan["steps"] = steps
+		run := runSDK(t, s.plan(base, plan))
+		for _, c := range mine {
+			t.Run(c.name+"/"+s.name, func(t *testing.T) {
+				view := run
+				view.Steps = run.Steps[c.from:c.to]
+				expectProblems(t, c.name, pendingRelays, c.check(view))
+			})
+		}
+	}
+}
+
+// relayCase is a TestTypeScriptSDKRelays case in one run of the client:
+// its steps are run.Steps[from:to].
+type relayCase struct {
+	name     string
+	check    func(run sdkRun) []string
+	from, to int
 }
 
 // TestTypeScriptSDKEverythingElicitation: server-everything's
