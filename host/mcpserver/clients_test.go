@@ -103,6 +103,8 @@ type sdkRun struct {
 	Samplings       []map[string]any `json:"samplings"`
 }
 
+// sdkStep is one step's outcome: its result, or the error the SDK raised,
+// and for a callTool with "progress" the notifications it received.
 type sdkStep struct {
 	Op       string           `json:"op"`
 	Result   json.RawMessage  `json:"result"`
@@ -140,6 +142,7 @@ func (s sdkStep) decode() (sdkResult, error) {
 	return r, nil
 }
 
+// text is the concatenated text of a tool result's content.
 func (r sdkResult) text() string {
 	var b strings.Builder
 	for _, c := range r.Content {
@@ -216,6 +219,9 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			run := runSDK(t, tc.plan(base, map[string]any{"apiKey": "ka", "steps": steps}))
 			if run.ProtocolVersion != tc.want {
 				t.Errorf("negotiated %q, want %q", run.ProtocolVersion, tc.want)
+			}
+			if _, ok := run.Capabilities["tools"]; !ok {
+				t.Errorf("server capabilities %v, want tools", run.Capabilities)
 			}
 			list, err := run.Steps[0].decode()
 			if err != nil {
