@@ -1,0 +1,105 @@
+package mcpserver_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/antler-mcp/antler/internal/conformance"
+)
+
+// expectedFailures lists the conformance scenarios that fail through Antler
+// on main today (measured against the fixture, which passes every active
+// scenario when reached directly), with the reason and the branch that
+// fixes it. TestConformanceThroughAntler logs a listed scenario that fails
+// and fails on one that passes, so the list only shrinks; the goal is an
+// empty map, and the integrator removes each entry as its branch lands.
+var expectedFailures = map[string]string{
+	// Measured 2026-12-01 on main at 38814dd: 11 of 30 active scenarios
+	// pass (12 checks ok, 19 not ok).
+	"completion-complete":           "completion/complete is -32601 (completions not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"logging-set-level":             "logging/setLevel is -32601 (logging not supported): its relay lands in i12-relaydoor",
+	"tools-call-with-logging":       "logging/setLevel is -32601, so the upstream's log messages never reach the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
+	"tools-call-with-progress":      "no notifications/progress reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
+	"tools-call-sampling":           "the upstream's sampling/createMessage never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
+	"tools-call-elicitation":        "the upstream's elicitation/create never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
+	"elicitation-sep1034-defaults":  "the upstream's elicitation/create never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
+	"elicitation-sep1330-enums":     "the upstream's elicitation/create never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
+	"resources-list":                "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"resources-read-text":           "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"resources-read-binary":         "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"resources-templates-read":      "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"resources-subscribe":           "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"resources-unsubscribe":         "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"prompts-list":                  "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"prompts-get-simple":            "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"prompts-get-with-args":         "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"prompts-get-embedded-resource": "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
+	"prompts-get-with-image":        "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
+}
+
+// TestConformanceThroughAntler runs the official conformance suite's active
+// server scenarios against /mcp of a real gateway whose only upstream is the
+// conformance fixture over stdio, under its own names. Every scenario must
+// pass, except those in expectedFailures.
+func TestConformanceThroughAntler(t *testing.T) {
+	// The scenario dns-rebinding-protection sends its valid request with
+	// Origin http://localhost:<port>, which the gateway refuses unless it is
+	// in http.allowed_origins (by default every Origin is refused: a
+	// key-less host serves no browser); allow exactly that origin.
+	base := startGateway(t, fixtureUpstream(t), true)
+	url := strings.Replace(base, "127.0.0.1", "localhost", 1) + "/mcp"
+
+	// dns-rebinding-protection expects a refusal of a foreign Host and
+	// Origin; check the gateway's own answer first, so a failure there
+	// names the edge rule rather than the scenario.
+	for _, tc := range []struct{ name, host, origin string }{
+		{"foreign Host", "evil.example.com", ""},
+		{"foreign Origin", "", "http://evil.example.com"},
+		{"foreign Host with its own Origin", "evil.example.com", "http://evil.example.com"},
+	} {
+		req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 || resp.StatusCode > 499 {
+			t.Errorf("%s: status %d, want a 4xx refusal", tc.name, resp.StatusCode)
+		}
+	}
+
+	active := conformance.ActiveScenarios(t)
+	res := conformance.RunServerSuite(t, url, conformance.Options{})
+	for _, name := range active {
+		s, ran := res.Scenarios[name]
+		if !ran {
+			t.Errorf("%s: did not run", name)
+			continue
+		}
+		t.Logf("%s: checks ok %d, not ok %d", name, s.Passed, s.Failed)
+		var problems []string
+		if s.Failed > 0 {
+			problems = s.Failures
+		}
+		t.Run(name, func(t *testing.T) { expectProblems(t, name, expectedFailures, problems) })
+	}
+	passed, failed := res.Totals()
+	t.Logf("through Antler: %d scenarios, checks ok %d, not ok %d; scenarios with failures: %v", len(active), passed, failed, res.FailedScenarios())
+	for name := range expectedFailures {
+		if _, ran := res.Scenarios[name]; !ran {
+			t.Errorf("expectedFailures names %s, which the suite did not run", name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("suite output:\n%s", res.Output)
+	}
+}

@@ -1,0 +1,154 @@
+// sdk.mjs drives the official MCP TypeScript SDK client
+// (@modelcontextprotocol/sdk, pinned in ../package.json) through a plan and
+// prints what happened as one JSON document on stdout, for Go tests to
+// assert (host/mcpserver/clients_test.go). It lives under testdata/npm so that
+// Node's ESM resolution finds the pinned packages in ../node_modules.
+//
+// The plan is JSON on stdin:
+//
+//   {"url": "http://127.0.0.1:PORT/mcp",      // or .../sse with "transport": "sse"
+//    "transport": "http" | "sse",
+//    "apiKey": "k",                            // sent as Authorization: Bearer k
+//    "headers": {"X-Antler-Thread-Id": "t1"},  // more request headers
+//    "protocolVersion": "2025-03-26",          // optional: offered instead of the SDK's latest
+//    "elicitation": {"action": "accept", "content": {...}},  // how to answer elicitation/create
+//    "sampling": {"text": "..."},              // how to answer sampling/createMessage
+//    "steps": [{"op": "listTools"}, {"op": "callTool", "name": "x", "arguments": {}, "progress": true},
+//              {"op": "listResources"}, {"op": "readResource", "uri": "test://x"},
+//              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {}}]}
+//
+// The output:
+//
+//   {"protocolVersion": "<negotiated>", "serverInfo": {...}, "capabilities": {...},
+//    "steps": [{"op": "...", "result": {...}} | {"op": "...", "error": "..."}, with "progress": [...] for callTool],
+//    "elicitations": [<params of each elicitation/create>], "samplings": [<params of each sampling/createMessage>]}
+//
+// A step that fails records its error and the plan goes on; a connection
+// that fails prints {"connectError": "...", "connectCode": <HTTP status, when the SDK has one>}. The exit status is 0 either
+// way, and 2 for a plan that cannot be read.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+// OfferedVersion wraps a transport so that the initialize request offers
+// version instead of the SDK's LATEST_PROTOCOL_VERSION (the Client has no
+// option for it), and records the version the server answered with.
+class OfferedVersion {
+  constructor(inner, version) {
+    this.inner = inner;
+    this.version = version;
+    this.negotiated = undefined;
+    this.initID = undefined;
+  }
+  get sessionId() { return this.inner.sessionId; }
+  set onmessage(fn) {
+    this.inner.onmessage = (msg, extra) => {
+      if (msg.id !== undefined && msg.id === this.initID && msg.result) {
+        this.negotiated = msg.result.protocolVersion;
+      }
+      fn(msg, extra);
+    };
+  }
+  set onclose(fn) { this.inner.onclose = fn; }
+  set onerror(fn) { this.inner.onerror = fn; }
+  start() { return this.inner.start(); }
+  close() { return this.inner.close(); }
+  send(msg, opts) {
+    if (msg.method === 'initialize') {
+      this.initID = msg.id;
+      if (this.version) {
+        msg = { ...msg, params: { ...msg.params, protocolVersion: this.version } };
+      }
+    }
+    return this.inner.send(msg, opts);
+  }
+  setProtocolVersion(v) { this.inner.setProtocolVersion?.(v); }
+}
+
+async function readStdin() {
+  const chunks = [];
+  for await (const c of process.stdin) chunks.push(c);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function transportFor(plan) {
+  const headers = { ...(plan.headers ?? {}) };
+  if (plan.apiKey) headers.Authorization = `Bearer ${plan.apiKey}`;
+  const url = new URL(plan.url);
+  const requestInit = { headers };
+  switch (plan.transport ?? 'http') {
+    case 'http':
+      return new StreamableHTTPClientTransport(url, { requestInit });
+    case 'sse':
+      return new SSEClientTransport(url, { requestInit });
+    default:
+      throw new Error(`unknown transport ${plan.transport}`);
+  }
+}
+
+async function runStep(client, step) {
+  switch (step.op) {
+    case 'listTools':
+      return { result: await client.listTools() };
+    case 'callTool': {
+      const progress = [];
+      const opts = step.progress ? { onprogress: (p) => progress.push(p) } : {};
+      const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, opts);
+      return step.progress ? { result, progress } : { result };
+    }
+    case 'listResources':
+      return { result: await client.listResources() };
+    case 'readResource':
+      return { result: await client.readResource({ uri: step.uri }) };
+    case 'listPrompts':
+      return { result: await client.listPrompts() };
+    case 'getPrompt':
+      return { result: await client.getPrompt({ name: step.name, arguments: step.arguments ?? {} }) };
+    default:
+      throw new Error(`unknown step ${step.op}`);
+  }
+}
+
+async function main() {
+  let plan;
+  try {
+    plan = JSON.parse(await readStdin());
+  } catch (err) {
+    process.stderr.write(`sdk.mjs: read the plan: ${err.message}\n`);
+    process.exit(2);
+  }
+  const out = { steps: [], elicitations: [], samplings: [] };
+  const client = new Client({ name: 'antler-sdk-test', version: '1.0.0' },
+    { capabilities: { elicitation: {}, sampling: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    out.elicitations.push(req.params);
+    return plan.elicitation ?? { action: 'decline' };
+  });
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    out.samplings.push(req.params);
+    return { role: 'assistant', model: 'antler-test', content: { type: 'text', text: plan.sampling?.text ?? '' } };
+  });
+  const transport = new OfferedVersion(transportFor(plan), plan.protocolVersion);
+  try {
+    await client.connect(transport);
+  } catch (err) {
+    // The SDK's HTTP errors carry the response status as code.
+    process.stdout.write(JSON.stringify({ connectError: String(err?.message ?? err), connectCode: err?.code }) + '\n');
+    return;
+  }
+  out.protocolVersion = transport.negotiated;
+  out.serverInfo = client.getServerVersion();
+  out.capabilities = client.getServerCapabilities();
+  for (const step of plan.steps ?? []) {
+    try {
+      out.steps.push({ op: step.op, ...(await runStep(client, step)) });
+    } catch (err) {
+      out.steps.push({ op: step.op, error: String(err?.message ?? err) });
+    }
+  }
+  await client.close();
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+await main();
