@@ -118,8 +118,10 @@ type Server struct {
 	owners     *owners
 	// maxSessions caps one principal's streamable sessions.
 	maxSessions int
-	// listeners are the open GET streams (see relay.go).
+	// listeners are the open GET streams, rounds the 2026-07-28 calls
+	// waiting for their client's input (see relay.go).
 	listeners listeners
+	rounds    rounds
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -323,7 +325,13 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		}
 		defer release()
 	}
-	raw, err := invoke(s.withRelay(ctx), snap, name, call, upstreamMeta(ctx, req.Params.Meta))
+	meta := upstreamMeta(ctx, req.Params.Meta)
+	raw, asked, err := s.relayed(ctx, req, func(ctx context.Context) (json.RawMessage, error) {
+		return invoke(ctx, snap, name, call, meta)
+	})
+	if asked != nil {
+		return asked, nil
+	}
 	if err != nil {
 		var ce *dispatch.CallError
 		switch {

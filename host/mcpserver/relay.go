@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -34,9 +35,8 @@ import (
 //     go only on the session's GET stream, so a client that has none open
 //     is told so at once rather than left to time out.
 //   - Legacy HTTP+SSE sessions take notifications but no server requests.
-//   - 2026-07-28 removed server requests for multi round-trip results,
-//     which would have to suspend the upstream call across the client's
-//     retries: a relayed request from a call of such a client is refused.
+//   - 2026-07-28 removed server requests for multi round-trip results: the
+//     upstream call is suspended across the client's retries (see rounds).
 
 // forwardedNotifications are the notifications a call's session is sent.
 var forwardedNotifications = map[string]bool{
@@ -101,7 +101,7 @@ func (r *sessionRelay) Request(ctx context.Context, method string, params json.R
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 
-	feature, err := r.askable(method)
+	feature, err := r.askable(ask, method)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (r *sessionRelay) Request(ctx context.Context, method string, params json.R
 
 // askable checks that the call's client can be asked method, and names the
 // capability it needs.
-func (r *sessionRelay) askable(method string) (string, error) {
+func (r *sessionRelay) askable(ctx context.Context, method string) (string, error) {
 	var feature string
 	switch method {
 	case string(mcp.MethodSamplingCreateMessage):
@@ -147,7 +147,7 @@ func (r *sessionRelay) askable(method string) (string, error) {
 	}
 	if server.IsModernRequest(r.call) {
 		return feature, &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf(
-			"the MCP client of this request uses protocol %s, which has no server requests: Antler does not yet relay %s to it",
+			"the MCP client of this request uses protocol %s, which has no server requests (%s goes in the call's result)",
 			mcp.ProtocolVersion20260728, method)}
 	}
 	cs := server.ClientSessionFromContext(r.call)
@@ -160,9 +160,9 @@ func (r *sessionRelay) askable(method string) (string, error) {
 	if !declared[feature] {
 		return feature, notSupported(feature)
 	}
-	if _, streamable := cs.(server.SessionWithStreamableHTTPConfig); streamable && feature != "elicitation" && !r.srv.listeners.open(cs.SessionID()) {
+	if _, streamable := cs.(server.SessionWithStreamableHTTPConfig); streamable && feature != "elicitation" && !r.srv.listeners.open(ctx, cs.SessionID()) {
 		return feature, &upstream.RPCError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf(
-			"the MCP client of this session has no GET stream open on /mcp, the only stream %s requests reach it on", method)}
+			"the MCP client of this session has no GET stream open on /mcp, the only stream %s requests reach it on (waited %s)", method, streamGrace)}
 	}
 	return feature, nil
 }
@@ -248,7 +248,14 @@ func upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
 type listeners struct {
 	mu sync.Mutex
 	n  map[string]int
+	// opening is closed, and replaced, whenever a stream opens.
+	opening chan struct{}
 }
+
+// streamGrace is how long a sampling or roots request waits for the
+// session's GET stream: a client opens it just after initialize, perhaps
+// while its first call is already under way.
+const streamGrace = 5 * time.Second
 
 // opened records a GET stream of session id and returns the function that
 // records its end.
@@ -258,6 +265,10 @@ func (l *listeners) opened(id string) func() {
 		l.n = map[string]int{}
 	}
 	l.n[id]++
+	if l.opening != nil {
+		close(l.opening)
+		l.opening = nil
+	}
 	l.mu.Unlock()
 	return func() {
 		l.mu.Lock()
@@ -268,8 +279,230 @@ func (l *listeners) opened(id string) func() {
 	}
 }
 
-func (l *listeners) open(id string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n[id] > 0
+// open reports whether session id has a GET stream open, waiting up to
+// streamGrace (or ctx's end) for one.
+func (l *listeners) open(ctx context.Context, id string) bool {
+	grace := time.NewTimer(streamGrace)
+	defer grace.Stop()
+	for {
+		l.mu.Lock()
+		if l.n[id] > 0 {
+			l.mu.Unlock()
+			return true
+		}
+		if l.opening == nil {
+			l.opening = make(chan struct{})
+		}
+		opening := l.opening
+		l.mu.Unlock()
+		select {
+		case <-opening:
+		case <-grace.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// A 2026-07-28 client is never sent a request: a server that needs its
+// input returns a result asking for it (resultType "input_required", with
+// inputRequests and a requestState), and the client calls again with the
+// answers. An upstream call is one request on the upstream side, so the
+// door suspends it: the first round runs the call and, when the upstream
+// asks, answers the client with the question under a fresh requestState;
+// the retry carrying that state hands the answer to the waiting upstream
+// request and waits for the call's next question or its result.
+
+// statePrefix starts every requestState the door mints.
+const statePrefix = "antler-round-"
+
+// inputID is the key of the one input request of a round.
+const inputID = "antler"
+
+// roundExpiry is how long a suspended call waits for its client's retry:
+// the upstream's request waits no longer (upstream.DefaultRelayTimeout).
+const roundExpiry = upstream.DefaultRelayTimeout
+
+// question is an upstream server request waiting for a client's answer.
+type question struct {
+	method string
+	params json.RawMessage
+	answer chan mcp.InputResponse // buffered: the asker may have given up
+}
+
+// outcome is the end of an upstream call.
+type outcome struct {
+	raw json.RawMessage
+	err error
+}
+
+// suspended is a 2026-07-28 call between rounds, or in one.
+type suspended struct {
+	owner     any // the caller's principal
+	tool      string
+	questions chan question
+	done      chan outcome // buffered
+	cancel    context.CancelFunc
+	relay     *roundRelay
+	asked     *question   // the question of the last round
+	expiry    *time.Timer // ends a call whose client never retries
+}
+
+// rounds holds the suspended calls by requestState.
+type rounds struct {
+	mu    sync.Mutex
+	calls map[string]*suspended
+}
+
+func (r *rounds) put(state string, c *suspended) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.calls == nil {
+		r.calls = map[string]*suspended{}
+	}
+	r.calls[state] = c
+}
+
+func (r *rounds) take(state string) *suspended {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.calls[state]
+	delete(r.calls, state)
+	return c
+}
+
+// roundRelay is the relay of a suspended call: notifications go to the
+// session of the current round, questions to the round's caller.
+type roundRelay struct {
+	srv       *Server
+	mu        sync.Mutex
+	current   context.Context
+	questions chan<- question
+}
+
+func (r *roundRelay) round(ctx context.Context) {
+	r.mu.Lock()
+	r.current = ctx
+	r.mu.Unlock()
+}
+
+func (r *roundRelay) Notify(method string, params json.RawMessage) {
+	r.mu.Lock()
+	ctx := r.current
+	r.mu.Unlock()
+	(&sessionRelay{srv: r.srv, call: ctx}).Notify(method, params)
+}
+
+func (r *roundRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	r.mu.Lock()
+	call := r.current
+	r.mu.Unlock()
+	feature := map[string]string{string(mcp.MethodSamplingCreateMessage): "sampling", string(mcp.MethodElicitationCreate): "elicitation", string(mcp.MethodListRoots): "roots"}[method]
+	if feature == "" {
+		return nil, &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: method + ": not relayed to MCP clients"}
+	}
+	info := server.RequestProtocolInfoFromContext(call)
+	if info == nil || info.ClientCapabilities == nil {
+		return nil, notSupported(feature)
+	}
+	declared := map[string]bool{"sampling": info.ClientCapabilities.Sampling != nil, "elicitation": info.ClientCapabilities.Elicitation != nil, "roots": info.ClientCapabilities.Roots != nil}
+	if !declared[feature] {
+		return nil, notSupported(feature)
+	}
+	q := question{method: method, params: params, answer: make(chan mcp.InputResponse, 1)}
+	select {
+	case r.questions <- q:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case a := <-q.answer:
+		b, err := json.Marshal(a)
+		if err != nil || string(b) == "null" {
+			return nil, &upstream.RPCError{Code: mcp.INVALID_PARAMS, Message: method + ": the client retried without an answer"}
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// relayed runs a tools/call's upstream part with a relay to its client:
+// on a 2026-07-28 request in rounds (asked is then the result asking the
+// client for input, when there is one), otherwise at once.
+func (s *Server) relayed(ctx context.Context, req mcp.CallToolRequest, run func(context.Context) (json.RawMessage, error)) (raw json.RawMessage, asked *mcp.CallToolResult, err error) {
+	if !server.IsModernRequest(ctx) {
+		raw, err = run(s.withRelay(ctx))
+		return raw, nil, err
+	}
+	owner := ctx.Value(callerKey{}).(caller).p
+	var c *suspended
+	if state := req.Params.RequestState; strings.HasPrefix(state, statePrefix) {
+		c = s.rounds.take(state)
+		if c == nil || c.owner != owner || c.tool != req.Params.Name {
+			return nil, mcp.NewToolResultError("unknown or expired requestState: call the tool again"), nil
+		}
+		c.expiry.Stop()
+		answer, ok := req.Params.InputResponses[inputID]
+		if !ok {
+			c.cancel()
+			return nil, mcp.NewToolResultError("the retry carries no answer to the question asked: the call is abandoned"), nil
+		}
+		c.relay.round(ctx)
+		c.asked.answer <- answer
+	} else {
+		questions := make(chan question)
+		relay := &roundRelay{srv: s, current: ctx, questions: questions}
+		// The upstream call outlives this round; the last round's end or
+		// expiry cancels it.
+		callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		c = &suspended{owner: owner, tool: req.Params.Name, questions: questions, done: make(chan outcome, 1), cancel: cancel, relay: relay}
+		go func() {
+			raw, err := run(upstream.WithRelay(callCtx, relay))
+			c.done <- outcome{raw, err}
+		}()
+	}
+	select {
+	case o := <-c.done:
+		c.cancel()
+		return o.raw, nil, o.err
+	case q := <-c.questions:
+		return nil, s.ask(c, q), nil
+	case <-ctx.Done():
+		c.cancel()
+		return nil, nil, ctx.Err()
+	}
+}
+
+// ask suspends c on q and returns the result that asks the client.
+func (s *Server) ask(c *suspended, q question) *mcp.CallToolResult {
+	b := server.NewInputRequestBuilder(statePrefix + newSessionID())
+	switch q.method {
+	case string(mcp.MethodSamplingCreateMessage):
+		var p mcp.CreateMessageParams
+		if err := json.Unmarshal(q.params, &p); err != nil {
+			q.answer <- mcp.InputResponse{}
+			return mcp.NewToolResultError(invalidParams(q.method, err).Error())
+		}
+		b.Sample(inputID, p)
+	case string(mcp.MethodElicitationCreate):
+		var p mcp.ElicitationParams
+		if err := json.Unmarshal(q.params, &p); err != nil {
+			q.answer <- mcp.InputResponse{}
+			return mcp.NewToolResultError(invalidParams(q.method, err).Error())
+		}
+		b.Elicit(inputID, p)
+	default:
+		b.Roots(inputID)
+	}
+	res := b.ToolResult()
+	c.asked = &q
+	c.expiry = time.AfterFunc(roundExpiry, func() {
+		if s.rounds.take(res.RequestState) != nil {
+			c.cancel()
+		}
+	})
+	s.rounds.put(res.RequestState, c)
+	return res
 }

@@ -292,8 +292,16 @@ func TestServerRequestsReachTheCaller(t *testing.T) {
 			want: "the MCP client of this session does not support sampling", wantErr: true},
 		{name: "sampling without a GET stream", version: "2025-11-25", answering: true, tool: "ev_trigger-sampling-request", args: `{"prompt":"hello"}`,
 			want: "no GET stream open", wantErr: true},
-		{name: "elicitation 2026-07-28", answering: true, tool: "ev_trigger-elicitation-request", args: `{}`,
-			want: "Antler does not yet relay elicitation/create", wantErr: true},
+		// 2026-07-28: the questions go in input_required results, and the
+		// client's retries carry the answers.
+		{name: "elicitation 2026-07-28 stdio", answering: true, tool: "ev_trigger-elicitation-request", args: `{}`, want: "Ada Lovelace"},
+		{name: "elicitation 2026-07-28 http", answering: true, tool: "evh_trigger-elicitation-request", args: `{}`, want: "Ada Lovelace"},
+		{name: "elicitation 2026-07-28 fixture", answering: true, tool: "conf_test_elicitation", args: `{"message":"who?"}`, want: "action=accept"},
+		{name: "sampling 2026-07-28 stdio", answering: true, tool: "ev_trigger-sampling-request", args: `{"prompt":"hello"}`, want: "sampled words"},
+		{name: "sampling 2026-07-28 fixture", answering: true, tool: "conf_test_sampling", args: `{"prompt":"hello"}`, want: "sampled words"},
+		{name: "roots 2026-07-28", answering: true, tool: "up_roots", args: `{}`, want: "file:///work/ada"},
+		{name: "no elicitation capability 2026-07-28", tool: "ev_trigger-elicitation-request", args: `{}`,
+			want: "the MCP client of this session does not support elicitation", wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -309,6 +317,34 @@ func TestServerRequestsReachTheCaller(t *testing.T) {
 				t.Errorf("result %q: error %v, want %v", text, res.IsError, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestUnknownRequestStateIsRefused: a 2026-07-28 retry naming a
+// requestState the door did not hand this caller (or one that expired) is
+// an error result, never another call's answer.
+func TestUnknownRequestStateIsRefused(t *testing.T) {
+	h := newRelayHost(t)
+	const tool = "ev_trigger-elicitation-request"
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},
+		"requestState":"antler-round-0123","inputResponses":{"antler":{"action":"decline"}},
+		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
+		"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, "tools/call")
+	req.Header.Set(mcp.HeaderName, tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	if got := b.String(); !strings.Contains(got, "unknown or expired requestState") || !strings.Contains(got, `"isError":true`) {
+		t.Errorf("answer %d %s, want the requestState refused", resp.StatusCode, got)
 	}
 }
 
