@@ -134,16 +134,9 @@ func (r *sessionRelay) Request(ctx context.Context, method string, params json.R
 // askable checks that the call's client can be asked method, and names the
 // capability it needs.
 func (r *sessionRelay) askable(ctx context.Context, method string) (string, error) {
-	var feature string
-	switch method {
-	case string(mcp.MethodSamplingCreateMessage):
-		feature = "sampling"
-	case string(mcp.MethodElicitationCreate):
-		feature = "elicitation"
-	case string(mcp.MethodListRoots):
-		feature = "roots"
-	default:
-		return "", &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: method + ": not relayed to MCP clients"}
+	feature, err := featureOf(method)
+	if err != nil {
+		return "", err
 	}
 	if server.IsModernRequest(r.call) {
 		return feature, &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf(
@@ -152,19 +145,53 @@ func (r *sessionRelay) askable(ctx context.Context, method string) (string, erro
 	}
 	cs := server.ClientSessionFromContext(r.call)
 	info, ok := cs.(server.SessionWithClientInfo)
-	if cs == nil || !ok {
+	if cs == nil || !ok || !declares(info.GetClientCapabilities(), feature) {
 		return feature, notSupported(feature)
 	}
-	caps := info.GetClientCapabilities()
-	declared := map[string]bool{"sampling": caps.Sampling != nil, "elicitation": caps.Elicitation != nil, "roots": caps.Roots != nil}
-	if !declared[feature] {
-		return feature, notSupported(feature)
+	var carries bool
+	switch feature {
+	case "sampling":
+		_, carries = cs.(server.SessionWithSampling)
+	case "elicitation":
+		_, carries = cs.(server.SessionWithElicitation)
+	case "roots":
+		_, carries = cs.(server.SessionWithRoots)
+	}
+	if !carries {
+		return feature, &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf(
+			"the transport of this MCP session (legacy HTTP+SSE) carries no %s requests to its client", method)}
 	}
 	if _, streamable := cs.(server.SessionWithStreamableHTTPConfig); streamable && feature != "elicitation" && !r.srv.listeners.open(ctx, cs.SessionID()) {
 		return feature, &upstream.RPCError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf(
 			"the MCP client of this session has no GET stream open on /mcp, the only stream %s requests reach it on (waited %s)", method, streamGrace)}
 	}
 	return feature, nil
+}
+
+// featureOf is the client capability a relayed method needs.
+func featureOf(method string) (string, error) {
+	switch method {
+	case string(mcp.MethodSamplingCreateMessage):
+		return "sampling", nil
+	case string(mcp.MethodElicitationCreate):
+		return "elicitation", nil
+	case string(mcp.MethodListRoots):
+		return "roots", nil
+	}
+	return "", &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: method + ": not relayed to MCP clients"}
+}
+
+// declares reports whether caps include feature.
+func declares(caps mcp.ClientCapabilities, feature string) bool {
+	switch feature {
+	case "sampling":
+		return caps.Sampling != nil
+	case "elicitation":
+		return caps.Elicitation != nil
+	case "roots":
+		return caps.Roots != nil
+	}
+	return false
 }
 
 func notSupported(feature string) error {
@@ -364,10 +391,15 @@ func (r *rounds) put(state string, c *suspended) {
 	r.calls[state] = c
 }
 
-func (r *rounds) take(state string) *suspended {
+// take removes and returns the call suspended under state if owner made
+// it with tool (owner nil: whoever did); another caller's retry leaves it.
+func (r *rounds) take(state string, owner any, tool string) *suspended {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.calls[state]
+	if c == nil || owner != nil && (c.owner != owner || c.tool != tool) {
+		return nil
+	}
 	delete(r.calls, state)
 	return c
 }
@@ -398,16 +430,13 @@ func (r *roundRelay) Request(ctx context.Context, method string, params json.Raw
 	r.mu.Lock()
 	call := r.current
 	r.mu.Unlock()
-	feature := map[string]string{string(mcp.MethodSamplingCreateMessage): "sampling", string(mcp.MethodElicitationCreate): "elicitation", string(mcp.MethodListRoots): "roots"}[method]
-	if feature == "" {
-		return nil, &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: method + ": not relayed to MCP clients"}
+	feature, err := featureOf(method)
+	if err != nil {
+		return nil, err
 	}
+	// 2026-07-28 declares capabilities per request.
 	info := server.RequestProtocolInfoFromContext(call)
-	if info == nil || info.ClientCapabilities == nil {
-		return nil, notSupported(feature)
-	}
-	declared := map[string]bool{"sampling": info.ClientCapabilities.Sampling != nil, "elicitation": info.ClientCapabilities.Elicitation != nil, "roots": info.ClientCapabilities.Roots != nil}
-	if !declared[feature] {
+	if info == nil || info.ClientCapabilities == nil || !declares(*info.ClientCapabilities, feature) {
 		return nil, notSupported(feature)
 	}
 	q := question{method: method, params: params, answer: make(chan mcp.InputResponse, 1)}
@@ -439,8 +468,8 @@ func (s *Server) relayed(ctx context.Context, req mcp.CallToolRequest, run func(
 	owner := ctx.Value(callerKey{}).(caller).p
 	var c *suspended
 	if state := req.Params.RequestState; strings.HasPrefix(state, statePrefix) {
-		c = s.rounds.take(state)
-		if c == nil || c.owner != owner || c.tool != req.Params.Name {
+		c = s.rounds.take(state, owner, req.Params.Name)
+		if c == nil {
 			return nil, mcp.NewToolResultError("unknown or expired requestState: call the tool again"), nil
 		}
 		c.expiry.Stop()
@@ -468,29 +497,32 @@ func (s *Server) relayed(ctx context.Context, req mcp.CallToolRequest, run func(
 		c.cancel()
 		return o.raw, nil, o.err
 	case q := <-c.questions:
-		return nil, s.ask(c, q), nil
+		res, ok := s.ask(c, q)
+		if !ok {
+			c.cancel()
+		}
+		return nil, res, nil
 	case <-ctx.Done():
 		c.cancel()
 		return nil, nil, ctx.Err()
 	}
 }
 
-// ask suspends c on q and returns the result that asks the client.
-func (s *Server) ask(c *suspended, q question) *mcp.CallToolResult {
+// ask suspends c on q and returns the result that asks the client, or an
+// error result (and false) for a question it cannot put.
+func (s *Server) ask(c *suspended, q question) (*mcp.CallToolResult, bool) {
 	b := server.NewInputRequestBuilder(statePrefix + newSessionID())
 	switch q.method {
 	case string(mcp.MethodSamplingCreateMessage):
 		var p mcp.CreateMessageParams
 		if err := json.Unmarshal(q.params, &p); err != nil {
-			q.answer <- mcp.InputResponse{}
-			return mcp.NewToolResultError(invalidParams(q.method, err).Error())
+			return mcp.NewToolResultError(invalidParams(q.method, err).Error()), false
 		}
 		b.Sample(inputID, p)
 	case string(mcp.MethodElicitationCreate):
 		var p mcp.ElicitationParams
 		if err := json.Unmarshal(q.params, &p); err != nil {
-			q.answer <- mcp.InputResponse{}
-			return mcp.NewToolResultError(invalidParams(q.method, err).Error())
+			return mcp.NewToolResultError(invalidParams(q.method, err).Error()), false
 		}
 		b.Elicit(inputID, p)
 	default:
@@ -499,10 +531,10 @@ func (s *Server) ask(c *suspended, q question) *mcp.CallToolResult {
 	res := b.ToolResult()
 	c.asked = &q
 	c.expiry = time.AfterFunc(roundExpiry, func() {
-		if s.rounds.take(res.RequestState) != nil {
+		if s.rounds.take(res.RequestState, nil, "") != nil {
 			c.cancel()
 		}
 	})
 	s.rounds.put(res.RequestState, c)
-	return res
+	return res, true
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/principal"
+	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/conformance"
 	"github.com/antler-mcp/antler/internal/testnpm"
@@ -81,7 +83,7 @@ type relayHost struct {
 	record string
 }
 
-func newRelayHost(t *testing.T) *relayHost {
+func newRelayHost(t *testing.T, keys ...settings.Key) *relayHost {
 	t.Helper()
 	index := testnpm.Everything(t)
 	exe, err := os.Executable()
@@ -105,7 +107,7 @@ func newRelayHost(t *testing.T) *relayHost {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), Version: "test"})
+	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test"})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	return &relayHost{host: &host{t: t, url: srv.URL}, record: record}
@@ -320,17 +322,47 @@ func TestServerRequestsReachTheCaller(t *testing.T) {
 	}
 }
 
-// TestUnknownRequestStateIsRefused: a 2026-07-28 retry naming a
-// requestState the door did not hand this caller (or one that expired) is
-// an error result, never another call's answer.
-func TestUnknownRequestStateIsRefused(t *testing.T) {
+// TestLegacySSERelaysNotificationsOnly: over the legacy HTTP+SSE
+// transport a call gets its progress, and an upstream's elicitation gets a
+// clear error (mcp-go's SSE sessions carry no server requests).
+func TestLegacySSERelaysNotificationsOnly(t *testing.T) {
 	h := newRelayHost(t)
-	const tool = "ev_trigger-elicitation-request"
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},
-		"requestState":"antler-round-0123","inputResponses":{"antler":{"action":"decline"}},
+	tr, err := transport.NewSSE(h.url + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithElicitationHandler(answers{}))
+	t.Cleanup(func() { _ = c.Close() })
+	n := &notes{}
+	c.OnNotification(n.add)
+	if err := c.Start(h.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2024-11-05"
+	init.Params.ClientInfo = mcp.Implementation{Name: "relay-test", Version: "1"}
+	if _, err := c.Initialize(h.ctx(), init); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, c, "ev_trigger-long-running-operation", map[string]any{"duration": 0.3, "steps": 3}, map[string]any{"progressToken": "sse-1"}); res.IsError {
+		t.Fatalf("result: %s", textOf(res))
+	}
+	if got := progressTokens(n.of(string(mcp.MethodNotificationProgress))); len(got) != 3 {
+		t.Errorf("progress notifications %q, want 3 with sse-1", got)
+	}
+	if text := textOf(call(t, c, "ev_trigger-elicitation-request", map[string]any{}, nil)); !strings.Contains(text, "legacy HTTP+SSE") {
+		t.Errorf("elicitation over SSE: %q, want the clear error", text)
+	}
+}
+
+// modernCall posts one 2026-07-28 tools/call as key and returns the body.
+func (h *relayHost) modernCall(t *testing.T, key, tool, extra string) string {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + extra + `
 		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
 		"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
 	req, _ := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
@@ -343,8 +375,31 @@ func TestUnknownRequestStateIsRefused(t *testing.T) {
 	defer resp.Body.Close()
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
-	if got := b.String(); !strings.Contains(got, "unknown or expired requestState") || !strings.Contains(got, `"isError":true`) {
-		t.Errorf("answer %d %s, want the requestState refused", resp.StatusCode, got)
+	return b.String()
+}
+
+var requestState = regexp.MustCompile(`"requestState":"(antler-round-[0-9a-f]+)"`)
+
+// TestRequestStateIsTheCallersOwn: a 2026-07-28 call whose upstream asks
+// for input answers with the question under a requestState; a retry with
+// that state by another caller, or with a state the door never minted, is
+// refused; the caller's own retry gets the upstream's result.
+func TestRequestStateIsTheCallersOwn(t *testing.T) {
+	h := newRelayHost(t, settings.Key{Key: "ka", User: "alice", Role: settings.RoleAgent}, settings.Key{Key: "kb", User: "bob", Role: settings.RoleAgent})
+	const tool = "ev_trigger-elicitation-request"
+	asked := h.modernCall(t, "ka", tool, "")
+	m := requestState.FindStringSubmatch(asked)
+	if m == nil || !strings.Contains(asked, `"input_required"`) || !strings.Contains(asked, `"elicitation/create"`) {
+		t.Fatalf("first round: %s, want an elicitation input request", asked)
+	}
+	answer := `"inputResponses":{"antler":{"action":"decline"}},`
+	for _, tc := range []struct{ key, state string }{{"kb", m[1]}, {"ka", "antler-round-0123"}} {
+		if got := h.modernCall(t, tc.key, tool, `"requestState":"`+tc.state+`",`+answer); !strings.Contains(got, "unknown or expired requestState") || !strings.Contains(got, `"isError":true`) {
+			t.Errorf("retry as %s with %s: %s, want it refused", tc.key, tc.state, got)
+		}
+	}
+	if got := h.modernCall(t, "ka", tool, `"requestState":"`+m[1]+`",`+answer); !strings.Contains(got, "decline") || strings.Contains(got, `"isError":true`) {
+		t.Errorf("the caller's retry: %s, want the upstream's result for a declined elicitation", got)
 	}
 }
 
