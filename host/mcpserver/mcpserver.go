@@ -118,6 +118,10 @@ type Server struct {
 	owners     *owners
 	// maxSessions caps one principal's streamable sessions.
 	maxSessions int
+	// listeners are the open GET streams, rounds the 2026-07-28 calls
+	// waiting for their client's input (see relay.go).
+	listeners listeners
+	rounds    rounds
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -159,6 +163,7 @@ func New(opts Options) *Server {
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.owners.remove(cs.SessionID()) })
 	s.mcp = server.NewMCPServer("antler", version,
 		server.WithToolCapabilities(true),
+		server.WithLogging(), // upstream log messages are relayed (relay.go)
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 		server.WithInstructions("Antler fronts several MCP servers: tool names are prefixed with their server's name unless the operator turned prefixes off."),
@@ -320,7 +325,13 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		}
 		defer release()
 	}
-	raw, err := invoke(ctx, snap, name, call)
+	meta := upstreamMeta(ctx, req.Params.Meta)
+	raw, asked, err := s.relayed(ctx, req, func(ctx context.Context) (json.RawMessage, error) {
+		return invoke(ctx, snap, name, call, meta)
+	})
+	if asked != nil {
+		return asked, nil
+	}
 	if err != nil {
 		var ce *dispatch.CallError
 		switch {
@@ -345,9 +356,9 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 }
 
 // invoke is the one call into the shared call path (the REST door makes the
-// same one).
-func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call tasktools.Call) (json.RawMessage, error) {
-	return snap.Invoke(ctx, dispatch.Request{Name: name, Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets})
+// same one); meta is the _meta forwarded upstream.
+func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call tasktools.Call, meta map[string]any) (json.RawMessage, error) {
+	return snap.Invoke(ctx, dispatch.Request{Name: name, Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets, Meta: meta})
 }
 
 // dropServerInfo removes the upstream's io.modelcontextprotocol/serverInfo

@@ -134,6 +134,9 @@ func (s *Server) Streamable() http.Handler {
 			http.Error(w, fmt.Sprintf("too many MCP sessions: this caller already holds %d (end one with DELETE /mcp, or let one idle out)", s.maxSessions), http.StatusTooManyRequests)
 			return
 		}
+		if r.Method == http.MethodGet && id != "" {
+			defer s.listeners.opened(id)()
+		}
 		s.streamable.ServeHTTP(w, r)
 	})
 }
