@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,6 +133,10 @@ func (s *Server) Streamable() http.Handler {
 			return
 		case id == "" && r.Method == http.MethodPost && s.owners.held(p) >= s.maxSessions && isInitialize(r):
 			http.Error(w, fmt.Sprintf("too many MCP sessions: this caller already holds %d (end one with DELETE /mcp, or let one idle out)", s.maxSessions), http.StatusTooManyRequests)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
+		if s.serveTasks(w, r, id, modern) {
 			return
 		}
 		s.streamable.ServeHTTP(w, r)

@@ -120,23 +120,35 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call Call) (Res
 	if !t.Running() {
 		return ErrorResult(RuntimeOff), nil
 	}
-	row, err := t.svc.Submit(ctx, ordinary.Name, task.SubmitRequest{
-		UserID: call.UserID, ThreadID: call.thread(), ServerName: tool.Server,
-		TaskName: tool.TaskToolset.Name, Arguments: call.Arguments, Secrets: call.Secrets,
-		DriverData: ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool),
-	})
+	row, err := t.svc.Submit(ctx, ordinary.Name, SubmitRequest(tool, call))
 	if err != nil {
 		t.log.Warn("MCP task submit failed", "server", tool.Server, "user", call.UserID, "error", dispatch.Redact(err.Error()))
-		msg := err.Error()
-		if dup := (*taskstore.DuplicateError)(nil); errors.As(err, &dup) {
-			// Its text quotes the remote id, which agents never see.
-			msg = "The remote MCP task is already tracked for server '" + dup.ServerName + "' by this user"
-		}
-		return ErrorResult(task.Truncate(dispatch.Redact(msg), task.MaxPublicErrorChars)), nil
+		return ErrorResult(SubmitFailure(err)), nil
 	}
 	return StructuredResult(map[string]any{
 		"task_id": row.ID, "task_name": row.TaskName, "status": row.Status, "message": "Task is running in the background.",
 	}), nil
+}
+
+// SubmitRequest is the durable task a call of tool (a task_toolset submit
+// tool) stands for: the same on every door and in every task dialect.
+func SubmitRequest(tool toolcache.Tool, call Call) task.SubmitRequest {
+	return task.SubmitRequest{
+		UserID: call.UserID, ThreadID: call.thread(), ServerName: tool.Server,
+		TaskName: tool.TaskToolset.Name, Arguments: call.Arguments, Secrets: call.Secrets,
+		DriverData: ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool),
+	}
+}
+
+// SubmitFailure is the model-safe text of a failed submit: redacted,
+// truncated, and never the remote task id.
+func SubmitFailure(err error) string {
+	msg := err.Error()
+	if dup := (*taskstore.DuplicateError)(nil); errors.As(err, &dup) {
+		// Its text quotes the remote id, which agents never see.
+		msg = "The remote MCP task is already tracked for server '" + dup.ServerName + "' by this user"
+	}
+	return task.Truncate(dispatch.Redact(msg), task.MaxPublicErrorChars)
 }
 
 // CallHostTool serves list_background_tasks and cancel_background_task in
