@@ -305,7 +305,8 @@ func TestSpecTasks20260728(t *testing.T) {
 
 	_, long := h.modern("ka", "tools/call", submitTool, map[string]any{"name": submitTool, "arguments": map[string]any{"topic": "q4", "delay_ms": 60000}}, true)
 	longID := taskOf(t, long.object(t))["taskId"].(string)
-	if ack := func() map[string]any { _, r := h.modern("ka", "tasks/cancel", longID, map[string]any{"taskId": longID}, true); return r.object(t) }(); len(ack) != 1 || ack["resultType"] != "complete" {
+	_, cancelled := h.modern("ka", "tasks/cancel", longID, map[string]any{"taskId": longID}, true)
+	if ack := cancelled.object(t); len(ack) != 1 || ack["resultType"] != "complete" {
 		t.Errorf("tasks/cancel ack: %v", ack)
 	}
 
