@@ -356,8 +356,9 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 
 // invoke is the one call into the shared call path (the REST door makes the
 // same one).
-func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call tasktools.Call) (json.RawMessage, error) {
-	return snap.Invoke(ctx, dispatch.Request{Name: name, Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets})
+func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call dispatch.Request) (json.RawMessage, error) {
+	call.Name = name
+	return snap.Invoke(ctx, call)
 }
 
 // fromResult converts a task tool's answer.
@@ -416,17 +417,18 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
-// identify resolves a call's user, thread and secrets: _meta over headers,
-// the session's thread by default.
-func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (tasktools.Call, error) {
+// identify resolves a call into the one request type of the call path:
+// its name, user, thread, secrets and arguments (_meta over headers,
+// the session's thread by default).
+func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (dispatch.Request, error) {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	if !ok {
-		return tasktools.Call{}, errUnauthenticated
+		return dispatch.Request{}, errUnauthenticated
 	}
 	if c.err != nil {
-		return tasktools.Call{}, c.err
+		return dispatch.Request{}, c.err
 	}
-	call := tasktools.Call{UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets}
+	call := dispatch.Request{Name: req.Params.Name, UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets}
 	var meta map[string]any
 	if req.Params.Meta != nil {
 		meta = req.Params.Meta.AdditionalFields
