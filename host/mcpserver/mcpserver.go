@@ -160,7 +160,7 @@ func New(opts Options) *Server {
 	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
 	if opts.SpecTasks != nil {
-		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify)
+		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
 	}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })

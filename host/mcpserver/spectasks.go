@@ -69,7 +69,11 @@ type specTasks struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*taskSession
-	wg       sync.WaitGroup
+	// listens counts each user's open task subscriptions, capped at
+	// maxListens: each one reads the store while it is open.
+	listens    map[string]int
+	maxListens int
+	wg         sync.WaitGroup
 }
 
 // taskSession is one 2025-11-25 session's watchers, one per user whose
@@ -91,8 +95,25 @@ func (w *taskWatch) has(id string) bool {
 	return w.ids[id]
 }
 
-func newSpecTasks(ctx context.Context, svc *spectask.Service, send func(string, string, map[string]any) error) *specTasks {
-	return &specTasks{svc: svc, send: send, ctx: ctx, sessions: map[string]*taskSession{}}
+func newSpecTasks(ctx context.Context, svc *spectask.Service, send func(string, string, map[string]any) error, maxListens int) *specTasks {
+	return &specTasks{svc: svc, send: send, ctx: ctx, sessions: map[string]*taskSession{}, listens: map[string]int{}, maxListens: maxListens}
+}
+
+// listen takes one of user's task subscriptions, or reports false at the cap.
+func (t *specTasks) listen(user string) (release func(), ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.listens[user] >= t.maxListens {
+		return nil, false
+	}
+	t.listens[user]++
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.listens[user]--; t.listens[user] <= 0 {
+			delete(t.listens, user)
+		}
+	}, true
 }
 
 // streamableKey marks a request that came through the streamable
@@ -466,7 +487,8 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 // listenTasks serves a 2026-07-28 subscriptions/listen naming taskIds: an
 // SSE stream that acknowledges the task subscription and carries
 // notifications/tasks for those tasks, each tagged with the subscription
-// id, until the client cancels (closes the stream) or the door closes.
+// id, until the client cancels (closes the stream) or the door closes. A
+// caller holds at most as many as it may hold sessions (429 beyond).
 // The other notification types of the same request are not served on it.
 func (s *Server) listenTasks(ctx context.Context, w http.ResponseWriter, r *http.Request, msg rpcMessage, p taskParams) {
 	if e := checkTaskHeaders(r, msg, p); e != nil {
@@ -478,6 +500,12 @@ func (s *Server) listenTasks(ctx context.Context, w http.ResponseWriter, r *http
 		writeRPC(w, msg.ID, nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}, true)
 		return
 	}
+	release, ok := s.spec.listen(call.UserID)
+	if !ok {
+		http.Error(w, fmt.Sprintf("too many task subscriptions: this caller already holds %d", s.spec.maxListens), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
 	var id any
 	_ = json.Unmarshal(msg.ID, &id)
 	ctx, cancel := context.WithCancel(ctx)

@@ -22,6 +22,7 @@ import (
 	"github.com/antler-mcp/antler/host/mcpserver"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/host/spectask"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/taskservice"
@@ -375,25 +376,35 @@ type streamMsg struct {
 	Params map[string]any `json:"params"`
 }
 
-// listenTasks opens subscriptions/listen for taskIDs and checks the
-// acknowledgement.
-func (h *host) listenTasks(t *testing.T, key string, taskIDs ...string) *taskStream {
-	t.Helper()
+// openListen posts subscriptions/listen for taskIDs with headers; the
+// stream ends with ctx.
+func (h *host) openListen(ctx context.Context, headers map[string]string, taskIDs ...string) *http.Response {
+	h.t.Helper()
 	params := map[string]any{"notifications": map[string]any{"taskIds": taskIDs}, "_meta": modernMeta(true)}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": params})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "POST", h.url+"/mcp", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
 	req.Header.Set(mcp.HeaderMethod, "subscriptions/listen")
-	req.Header.Set("Authorization", "Bearer "+key)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	t.Cleanup(func() { resp.Body.Close() })
+	h.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// listenTasks opens subscriptions/listen for taskIDs and checks the
+// acknowledgement.
+func (h *host) listenTasks(t *testing.T, key string, taskIDs ...string) *taskStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	resp := h.openListen(ctx, map[string]string{"Authorization": "Bearer " + key}, taskIDs...)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("subscriptions/listen: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -430,4 +441,77 @@ func (s *taskStream) next(t *testing.T) streamMsg {
 		t.Fatal("nothing on the task stream for 30s")
 	}
 	return streamMsg{}
+}
+
+// TestTaskSubscriptionsPerPrincipalAreCapped: one caller's task
+// subscriptions are capped like its sessions (429 past the cap), another
+// caller is unaffected, and ending one frees its place.
+func TestTaskSubscriptionsPerPrincipalAreCapped(t *testing.T) {
+	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
+	door := mcpserver.New(mcpserver.Options{MaxSessionsPerPrincipal: 1, SpecTasks: spectask.New(ts, nil)})
+	t.Cleanup(door.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal.Principal{User: r.Header.Get("X-User"), Role: settings.RoleAgent}
+		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	h := &host{t: t, url: srv.URL}
+	first, endFirst := context.WithCancel(context.Background())
+	t.Cleanup(endFirst)
+	if resp := h.openListen(first, map[string]string{"X-User": "alice"}, "mcp-task-x"); resp.StatusCode != 200 {
+		t.Fatalf("alice's first subscription: %d", resp.StatusCode)
+	}
+	if resp := h.openListen(context.Background(), map[string]string{"X-User": "alice"}, "mcp-task-x"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("alice's second subscription: %d, want 429", resp.StatusCode)
+	}
+	bob, endBob := context.WithCancel(context.Background())
+	defer endBob()
+	if resp := h.openListen(bob, map[string]string{"X-User": "bob"}, "mcp-task-x"); resp.StatusCode != 200 {
+		t.Errorf("bob's subscription: %d", resp.StatusCode)
+	}
+	endFirst()
+	for i := 0; ; i++ {
+		again, end := context.WithCancel(context.Background())
+		resp := h.openListen(again, map[string]string{"X-User": "alice"}, "mcp-task-x")
+		end()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("alice after ending one: %d, want 200", resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond) // the server sees the first stream end
+	}
+}
+
+// TestSpecTaskSubmitCarriesIdentity: a task submit takes its secrets from
+// the same carriers as any call; a refused submit is a JSON-RPC error for
+// 2025-11-25 (which asked for a task) and an error result for 2026-07-28,
+// and a negative ttl is -32602.
+func TestSpecTaskSubmitCarriesIdentity(t *testing.T) {
+	h := newTaskHost(t, `{"headers": {"X-Report-Token": "k"}}`)
+	c := h.client("2025-11-25", "")
+	args := map[string]any{"topic": "q3", "delay_ms": 60000}
+	if r := rawCall(t, c, "tools/call", map[string]any{"name": submitTool, "arguments": args, "task": map[string]any{}}); r.Error == nil || r.Error.Code != mcp.INTERNAL_ERROR || !strings.Contains(r.Error.Message, "credential(s) k") {
+		t.Errorf("2025-11-25 submit without the secret: %+v %s, want a JSON-RPC error naming it", r.Error, r.Result)
+	}
+	if r := rawCall(t, c, "tools/call", map[string]any{"name": submitTool, "arguments": args, "task": map[string]any{"ttl": -1},
+		"_meta": map[string]any{mcpserver.MetaSecrets: map[string]any{"k": "s3cret"}}}); r.Error == nil || r.Error.Code != mcp.INVALID_PARAMS {
+		t.Errorf("negative ttl: %+v %s, want -32602", r.Error, r.Result)
+	}
+	ok := rawCall(t, c, "tools/call", map[string]any{"name": submitTool, "arguments": args, "task": map[string]any{},
+		"_meta": map[string]any{mcpserver.MetaSecrets: map[string]any{"k": "s3cret"}}})
+	taskOf(t, ok.object(t))
+
+	_, refused := h.modern("", "tools/call", submitTool, map[string]any{"name": submitTool, "arguments": args}, true)
+	if m := refused.object(t); m["isError"] != true || m["resultType"] != "complete" {
+		t.Errorf("2026-07-28 submit without the secret: %v, want an error result", m)
+	}
+	hc := h.client("2025-11-25", "", transport.WithHTTPHeaders(map[string]string{mcpserver.HeaderSecretPrefix + "K": "s3cret"}))
+	taskOf(t, rawCall(t, hc, "tools/call", map[string]any{"name": submitTool, "arguments": args, "task": map[string]any{}}).object(t))
 }
