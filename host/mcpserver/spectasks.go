@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -334,6 +335,8 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 	ctx := withCaller(r.Context(), r)
 	if sessionID != "" {
 		ctx = context.WithValue(ctx, sessionKey{}, sessionID)
+		s.touch(r)
+		defer s.touch(r) // a tasks/result may have blocked for long
 	}
 	if msg.Method == string(mcp.MethodToolsCall) {
 		return s.submitTask(ctx, w, r, msg, p, rev)
@@ -379,6 +382,24 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 	writeRPC(w, msg.ID, res, s.taskError(msg.Method, err), modern)
 	return true
 }
+
+// touch tells mcp-go the session of r is in use, as any request mcp-go
+// serves does, so a client that only polls its tasks is not ended as idle:
+// a ping on the same session, its answer discarded.
+func (s *Server) touch(r *http.Request) {
+	ping := r.Clone(context.WithoutCancel(r.Context()))
+	ping.Body = io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":"antler-touch","method":"ping"}`))
+	ping.ContentLength = -1
+	ping.Header.Del(mcp.HeaderMethod)
+	s.streamable.ServeHTTP(discard{header: http.Header{}}, ping)
+}
+
+// discard is a response nobody reads.
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d discard) WriteHeader(int)             {}
 
 // taskError maps a spectask error to its JSON-RPC error (nil for none).
 func (s *Server) taskError(method string, err error) *rpcError {

@@ -515,3 +515,33 @@ func TestSpecTaskSubmitCarriesIdentity(t *testing.T) {
 	hc := h.client("2025-11-25", "", transport.WithHTTPHeaders(map[string]string{mcpserver.HeaderSecretPrefix + "K": "s3cret"}))
 	taskOf(t, rawCall(t, hc, "tools/call", map[string]any{"name": submitTool, "arguments": args, "task": map[string]any{}}).object(t))
 }
+
+// TestTaskPollingKeepsTheSessionAlive: a 2025-11-25 session whose client
+// only polls its tasks (requests the door answers, not mcp-go) is in use,
+// and outlives the idle TTL.
+func TestTaskPollingKeepsTheSessionAlive(t *testing.T) {
+	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
+	door := mcpserver.New(mcpserver.Options{SessionIdleTTL: 2 * time.Second, SpecTasks: spectask.New(ts, nil)})
+	t.Cleanup(door.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal.Principal{User: "alice", Role: settings.RoleAgent}
+		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	h := &host{t: t, url: srv.URL}
+	resp, _ := h.rawPost(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"poll","version":"1"}}}`)
+	session := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if resp, body := h.rawPost(session, `{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":{}}`); resp.StatusCode != 200 || !strings.Contains(string(body), `"tasks":[]`) {
+			t.Fatalf("tasks/list: %d %s", resp.StatusCode, body)
+		}
+	}
+	if resp, body := h.rawPost(session, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}`); resp.StatusCode != 200 {
+		t.Errorf("the polling session after the idle TTL: %d %s", resp.StatusCode, body)
+	}
+}
