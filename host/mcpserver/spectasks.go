@@ -317,6 +317,9 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 	default:
 		return false
 	}
+	if !modern && (!s.spec.legacy(sessionID) || msg.Method == string(mcp.MethodSubscriptionsListen) || msg.Method == methodTasksUpdate) {
+		return false
+	}
 	var p taskParams
 	if json.Unmarshal(msg.Params, &p) != nil {
 		return false // mcp-go reports the malformed params
@@ -329,8 +332,6 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 			return false // not a tasks-extension request, or one mcp-go refuses
 		}
 		rev = spectask.Rev20260728
-	} else if !s.spec.legacy(sessionID) || msg.Method == string(mcp.MethodSubscriptionsListen) || msg.Method == methodTasksUpdate {
-		return false
 	}
 	ctx := withCaller(r.Context(), r)
 	if sessionID != "" {
