@@ -25,6 +25,7 @@ import (
 	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/mcpserver"
 	"github.com/antler-mcp/antler/host/principal"
+	"github.com/antler-mcp/antler/host/spectask"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -103,7 +104,11 @@ func New(opts Options) *Server {
 	}
 	s.callSlots, s.streamSlots = newSlots(s.http.MaxCallsPerPrincipal), newSlots(s.http.MaxStreamsPerPrincipal)
 	s.taskTools = tasktools.New(opts.Tasks, log)
-	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire})
+	var specTasks *spectask.Service
+	if opts.Tasks != nil {
+		specTasks = spectask.New(opts.Tasks, log)
+	}
+	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, SpecTasks: specTasks, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire})
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.

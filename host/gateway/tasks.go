@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/taskservice"
@@ -41,8 +42,8 @@ func (s *Server) callHostTool(c echo.Context, name string, req CallRequest) erro
 }
 
 // taskCall is a REST call body as the task tools take it.
-func (s *Server) taskCall(c echo.Context, req CallRequest) tasktools.Call {
-	return tasktools.Call{UserID: s.callerUser(c, req.UserID), ThreadID: req.ThreadID, Arguments: req.Arguments, Secrets: req.Secrets}
+func (s *Server) taskCall(c echo.Context, req CallRequest) dispatch.Request {
+	return dispatch.Request{UserID: s.callerUser(c, req.UserID), ThreadID: req.ThreadID, Arguments: req.Arguments, Secrets: req.Secrets}
 }
 
 // taskItem is a task as listed (see tasktools.Tools.Item).

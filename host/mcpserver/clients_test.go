@@ -267,12 +267,6 @@ func TestTypeScriptSDKClient(t *testing.T) {
 var pendingRelays = map[string]string{
 	"resources":   "resources/list and resources/read are not served yet: aggregation lands in i12-agg",
 	"prompts":     "prompts/list and prompts/get are not served yet: aggregation lands in i12-agg",
-	"progress":    "upstream notifications/progress is not relayed yet: lands in i12-relaydoor",
-	"elicitation": "upstream elicitation/create is not relayed yet: lands in i12-relaydoor",
-	"sampling":    "upstream sampling/createMessage is not relayed yet: lands in i12-relaydoor",
-	// Antler's upstream session declares elicitation, so server-everything
-	// offers the tool, but its request finds no /mcp client to take it.
-	"everything-elicitation": "upstream elicitation/create stops at the door (no downstream request can take it): lands in i12-relaydoor",
 }
 
 // fixtureUpstream is a config with the conformance fixture as the only

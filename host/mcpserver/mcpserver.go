@@ -28,6 +28,7 @@ import (
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/host/spectask"
 	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
@@ -82,8 +83,11 @@ type Options struct {
 	Cache *toolcache.Cache
 	// Tasks serves task_toolsets submit tools and the two host tools
 	// (nil: no task runtime).
-	Tasks  *tasktools.Tools
-	Logger *slog.Logger
+	Tasks *tasktools.Tools
+	// SpecTasks serves the same durable tasks as spec Tasks (2025-11-25
+	// tasks/* and the 2026-07-28 tasks extension; nil: not served).
+	SpecTasks *spectask.Service
+	Logger    *slog.Logger
 	// Version is the serverInfo version.
 	Version string
 	// AcquireCall takes one of user's tool-call slots, or reports false at
@@ -109,6 +113,7 @@ type Options struct {
 type Server struct {
 	cache   *toolcache.Cache
 	tasks   *tasktools.Tools
+	spec    *specTasks
 	log     *slog.Logger
 	acquire func(string) (func(), bool)
 
@@ -157,15 +162,21 @@ func New(opts Options) *Server {
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
+	s.watchCtx, s.stop = context.WithCancel(context.Background())
+	if opts.SpecTasks != nil {
+		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
+	}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.owners.remove(cs.SessionID()) })
+	s.taskHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,
 		server.WithToolCapabilities(true),
 		server.WithLogging(), // upstream log messages are relayed (relay.go)
 		server.WithRecovery(),
 		server.WithHooks(hooks),
+		server.WithExtensions(s.extensions()),
 		server.WithInstructions("Antler fronts several MCP servers: tool names are prefixed with their server's name unless the operator turned prefixes off."),
 	)
 	// The gateway's edge rules (Host, Origin, Sec-Fetch-Site) already ran
@@ -196,7 +207,6 @@ func New(opts Options) *Server {
 	if s.interval == 0 {
 		s.interval = DefaultWatchInterval
 	}
-	s.watchCtx, s.stop = context.WithCancel(context.Background())
 	return s
 }
 
@@ -216,6 +226,7 @@ func (s *Server) Close() {
 	s.startWatch.Do(func() {}) // a request racing Close starts no watcher
 	s.stop()
 	s.watching.Wait()
+	s.spec.close()
 	// Shutdown also stops the idle-session sweeper; mcp-go owns no HTTP
 	// server here, so it only ends sessions.
 	_ = s.streamable.Shutdown(context.Background())
@@ -357,8 +368,9 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 
 // invoke is the one call into the shared call path (the REST door makes the
 // same one); meta is the _meta forwarded upstream.
-func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call tasktools.Call, meta map[string]any) (json.RawMessage, error) {
-	return snap.Invoke(ctx, dispatch.Request{Name: name, Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets, Meta: meta})
+func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call dispatch.Request, meta map[string]any) (json.RawMessage, error) {
+	call.Name, call.Meta = name, meta
+	return snap.Invoke(ctx, call)
 }
 
 // dropServerInfo removes the upstream's io.modelcontextprotocol/serverInfo
@@ -431,17 +443,18 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }
 
-// identify resolves a call's user, thread and secrets: _meta over headers,
-// the session's thread by default.
-func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (tasktools.Call, error) {
+// identify resolves a call into the one request type of the call path:
+// its name, user, thread, secrets and arguments (_meta over headers,
+// the session's thread by default).
+func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (dispatch.Request, error) {
 	c, ok := ctx.Value(callerKey{}).(caller)
 	if !ok {
-		return tasktools.Call{}, errUnauthenticated
+		return dispatch.Request{}, errUnauthenticated
 	}
 	if c.err != nil {
-		return tasktools.Call{}, c.err
+		return dispatch.Request{}, c.err
 	}
-	call := tasktools.Call{UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets}
+	call := dispatch.Request{Name: req.Params.Name, UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets}
 	var meta map[string]any
 	if req.Params.Meta != nil {
 		meta = req.Params.Meta.AdditionalFields
@@ -490,8 +503,8 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (tasktoo
 	}
 	if call.ThreadID == "" {
 		call.ThreadID = ModernThread
-		if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
-			call.ThreadID = SessionThread(cs.SessionID())
+		if id := sessionIDFrom(ctx); id != "" {
+			call.ThreadID = SessionThread(id)
 		}
 	}
 	args, err := arguments(req)

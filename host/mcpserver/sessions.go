@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -136,6 +137,10 @@ func (s *Server) Streamable() http.Handler {
 		}
 		if r.Method == http.MethodGet && id != "" {
 			defer s.listeners.opened(id)()
+		}
+		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
+		if s.serveTasks(w, r, id, modern) {
+			return
 		}
 		s.streamable.ServeHTTP(w, r)
 	})

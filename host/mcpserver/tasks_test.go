@@ -1,27 +1,14 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/mcpserver"
-	"github.com/antler-mcp/antler/host/principal"
-	"github.com/antler-mcp/antler/host/task"
-	"github.com/antler-mcp/antler/host/task/ordinary"
-	"github.com/antler-mcp/antler/host/taskservice"
-	"github.com/antler-mcp/antler/host/taskstore"
-	"github.com/antler-mcp/antler/host/toolcache"
-	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
 // TestTaskToolsOverMCP: with the task runtime running, /mcp lists the
@@ -30,35 +17,7 @@ import (
 // thread that the REST task API and list_background_tasks both see; a
 // submit without the secret is refused before reaching the server.
 func TestTaskToolsOverMCP(t *testing.T) {
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q,
-		"headers_from_context": {"headers": {"X-Report-Token": "k"}},
-		"task_toolsets": [{"name": "report-generation",
-			"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`,
-		testmcp.StartReportsHTTP(t)+"/mcp")
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
-		t.Fatal(err)
-	}
-	cfg := task.DefaultConfig()
-	cfg.Enabled = true
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
-	svc.Start()
-	t.Cleanup(svc.Stop)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), Tasks: svc})
-	srv := httptest.NewServer(gw.Handler())
-	t.Cleanup(func() { gw.Close(); srv.Close() })
-	h := &host{t: t, url: srv.URL}
+	h := newTaskHost(t, `{"headers": {"X-Report-Token": "k"}}`)
 
 	c := h.client("2025-11-25", "")
 	res, err := c.ListTools(h.ctx(), mcp.ListToolsRequest{})

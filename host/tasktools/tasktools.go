@@ -48,21 +48,12 @@ func HostTools() []toolcache.Tool {
 	}
 }
 
-// Call is one call of a task tool with the caller already resolved: the
-// user it acts for (after the door's user_id rule), its thread ("" is
-// DefaultThread) and its per-request secrets.
-type Call struct {
-	UserID    string
-	ThreadID  string
-	Arguments json.RawMessage
-	Secrets   map[string]string
-}
-
-func (c Call) thread() string {
-	if c.ThreadID == "" {
+// thread is a call's thread: the request's, or DefaultThread.
+func thread(req dispatch.Request) string {
+	if req.ThreadID == "" {
 		return DefaultThread
 	}
-	return c.ThreadID
+	return req.ThreadID
 }
 
 // Result is a CallToolResult as a JSON object.
@@ -114,38 +105,53 @@ func (t *Tools) Listed() []toolcache.Tool {
 }
 
 // Submit replaces a task_toolset submit tool's call: it submits in the
-// background and answers with the local task id. A failure the agent can
-// act on is an error result; err is an internal failure only.
-func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call Call) (Result, error) {
+// background and answers with the local task id. call is the door's
+// request with the caller resolved: the user it acts for (after the door's
+// user_id rule), its thread ("" is DefaultThread), arguments and secrets.
+// A failure the agent can act on is an error result; err is an internal
+// failure only.
+func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.Request) (Result, error) {
 	if !t.Running() {
 		return ErrorResult(RuntimeOff), nil
 	}
-	row, err := t.svc.Submit(ctx, ordinary.Name, task.SubmitRequest{
-		UserID: call.UserID, ThreadID: call.thread(), ServerName: tool.Server,
-		TaskName: tool.TaskToolset.Name, Arguments: call.Arguments, Secrets: call.Secrets,
-		DriverData: ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool),
-	})
+	row, err := t.svc.Submit(ctx, ordinary.Name, SubmitRequest(tool, call))
 	if err != nil {
 		t.log.Warn("MCP task submit failed", "server", tool.Server, "user", call.UserID, "error", dispatch.Redact(err.Error()))
-		msg := err.Error()
-		if dup := (*taskstore.DuplicateError)(nil); errors.As(err, &dup) {
-			// Its text quotes the remote id, which agents never see.
-			msg = "The remote MCP task is already tracked for server '" + dup.ServerName + "' by this user"
-		}
-		return ErrorResult(task.Truncate(dispatch.Redact(msg), task.MaxPublicErrorChars)), nil
+		return ErrorResult(SubmitFailure(err)), nil
 	}
 	return StructuredResult(map[string]any{
 		"task_id": row.ID, "task_name": row.TaskName, "status": row.Status, "message": "Task is running in the background.",
 	}), nil
 }
 
+// SubmitRequest is the durable task a call of tool (a task_toolset submit
+// tool) stands for: the same on every door and in every task dialect.
+func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitRequest {
+	return task.SubmitRequest{
+		UserID: call.UserID, ThreadID: thread(call), ServerName: tool.Server,
+		TaskName: tool.TaskToolset.Name, Arguments: call.Arguments, Secrets: call.Secrets,
+		DriverData: ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool),
+	}
+}
+
+// SubmitFailure is the model-safe text of a failed submit: redacted,
+// truncated, and never the remote task id.
+func SubmitFailure(err error) string {
+	msg := err.Error()
+	if dup := (*taskstore.DuplicateError)(nil); errors.As(err, &dup) {
+		// Its text quotes the remote id, which agents never see.
+		msg = "The remote MCP task is already tracked for server '" + dup.ServerName + "' by this user"
+	}
+	return task.Truncate(dispatch.Redact(msg), task.MaxPublicErrorChars)
+}
+
 // CallHostTool serves list_background_tasks and cancel_background_task in
 // the caller's thread.
-func (t *Tools) CallHostTool(ctx context.Context, name string, call Call) (Result, error) {
+func (t *Tools) CallHostTool(ctx context.Context, name string, call dispatch.Request) (Result, error) {
 	if !t.Running() {
 		return ErrorResult(RuntimeOff), nil
 	}
-	user, thread := call.UserID, call.thread()
+	user, thread := call.UserID, thread(call)
 	var args struct {
 		Limit int    `json:"limit"`
 		Task  string `json:"task"`

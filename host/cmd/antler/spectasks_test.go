@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/antler-mcp/antler/host/mcpserver"
+)
+
+// mcpClient starts an mcp-go client speaking 2025-11-25 to a host's /mcp.
+func mcpClient(t *testing.T, ctx context.Context, base string) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// modernPost sends one 2026-07-28 request declaring the tasks extension,
+// with the standard headers (name is Mcp-Name), and returns its result.
+func modernPost(t *testing.T, base, method, name string, params map[string]any) map[string]any {
+	t.Helper()
+	params["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: mcp.ProtocolVersion20260728,
+		mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{mcpserver.ExtensionTasks: map[string]any{}}}}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	req.Header.Set(mcp.HeaderMethod, method)
+	req.Header.Set(mcp.HeaderName, name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reply struct {
+		Result map[string]any `json:"result"`
+		Error  any            `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil || reply.Error != nil {
+		t.Fatalf("%s: %d %v %v", method, resp.StatusCode, reply.Error, err)
+	}
+	return reply.Result
+}
+
+// TestSpecTasksSurviveAHostCrash creates a 2025-11-25 task and a 2026-07-28
+// task through /mcp, SIGKILLs the host while both are being polled,
+// restarts it on the same SQLite file, and resumes both from a new client
+// session: tasks/get reaches completed, tasks/result (2025-11-25) and the
+// inlined result (2026-07-28) are the report, and each completion is
+// delivered to the webhook exactly once.
+func TestSpecTasksSurviveAHostCrash(t *testing.T) {
+	dir := t.TempDir()
+	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
+	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
+	cfg := filepath.Join(dir, "extensions_config.json")
+	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
+		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, reports)
+	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hook := newHookReceiver(t)
+	settingsFile := filepath.Join(dir, "antler.yaml")
+	yml := fmt.Sprintf("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"+
+		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", hook.srv.URL, hookSecret)
+	if err := os.WriteFile(settingsFile, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--config", cfg, "--settings", settingsFile, "--data", filepath.Join(dir, "data")}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	host := startServe(t, antler, args...)
+	old := mcpClient(t, ctx, host.base)
+	resp, err := old.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Method: "tools/call",
+		Params: map[string]any{"name": "reports_submit_report", "arguments": map[string]any{"topic": "q3", "delay_ms": 4000}, "task": map[string]any{"ttl": 600000}}})
+	if err != nil || resp.Error != nil {
+		t.Fatalf("task-augmented tools/call: %v %+v", err, resp)
+	}
+	var created struct {
+		Task mcp.Task `json:"task"`
+	}
+	if err := json.Unmarshal(resp.Result, &created); err != nil || created.Task.Status != mcp.TaskStatusWorking {
+		t.Fatalf("CreateTaskResult: %s %v", resp.Result, err)
+	}
+	oldID, oldThread := created.Task.TaskId, mcpserver.SessionThread(old.GetSessionId())
+	modern := modernPost(t, host.base, "tools/call", "reports_submit_report", map[string]any{"name": "reports_submit_report", "arguments": map[string]any{"topic": "q4", "delay_ms": 4000}})
+	task, _ := modern["task"].(map[string]any)
+	newID, _ := task["taskId"].(string)
+	if modern["resultType"] != "task" || newID == "" {
+		t.Fatalf("2026-07-28 submit: %v", modern)
+	}
+	time.Sleep(1500 * time.Millisecond) // at least one poll happened
+	_ = host.cmd.Process.Signal(syscall.SIGKILL)
+	_ = host.cmd.Wait()
+
+	again := startServe(t, antler, args...)
+	c := mcpClient(t, ctx, again.base)
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		got, err := c.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: oldID}})
+		if err != nil {
+			t.Fatalf("tasks/get after the restart: %v", err)
+		}
+		if got.Status == mcp.TaskStatusCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the crash the 2025-11-25 task is %+v\n%s", got, again.errb)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	res, err := c.TaskResult(ctx, mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: oldID}})
+	if err != nil || res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "Report: q3") {
+		t.Errorf("tasks/result after the restart: %+v %v", res, err)
+	}
+	for {
+		d := modernPost(t, again.base, "tasks/get", newID, map[string]any{"taskId": newID})
+		if d["status"] == "completed" {
+			if b, _ := json.Marshal(d["result"]); !strings.Contains(string(b), "Report: q4") {
+				t.Errorf("inlined result after the restart: %s", b)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the crash the 2026-07-28 task is %v\n%s", d, again.errb)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+
+	// Both rows are the REST task API's too, and each completion is
+	// delivered once.
+	for _, row := range []struct{ thread, id string }{{oldThread, oldID}, {mcpserver.ModernThread, newID}} {
+		for {
+			code, detail := again.do("GET", "/api/threads/"+row.thread+"/mcp-tasks/"+row.id, "")
+			if code != 200 {
+				t.Fatalf("REST task %s in %s: %d %v", row.id, row.thread, code, detail)
+			}
+			if detail["notification_status"] == "delivered" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("notification of %s not delivered: %v", row.id, detail)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	per := map[string]int{}
+	for _, d := range hook.deliveries() {
+		if strings.Contains(string(d.Event), `"status":"completed"`) {
+			per[d.TaskID]++
+		}
+	}
+	if per[oldID] != 1 || per[newID] != 1 || len(per) != 2 {
+		t.Errorf("completions delivered per task: %v", per)
+	}
+}
