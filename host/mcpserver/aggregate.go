@@ -113,6 +113,17 @@ type aggregate struct {
 
 	mu     sync.Mutex
 	routes map[cacheKey]*listing
+
+	subMu sync.Mutex
+	// subs are the downstream sessions subscribed to an upstream resource:
+	// session id → the URI as that session knows it.
+	subs map[subKey]map[string]string
+}
+
+// subKey is one upstream resource on one connection: a stdio server's
+// session of user and thread, or ("", "") for a shared connection.
+type subKey struct {
+	server, user, thread, uri string
 }
 
 type cacheKey struct {
@@ -125,7 +136,7 @@ func newAggregate(pageSize int) *aggregate {
 	if pageSize <= 0 {
 		pageSize = DefaultListPageSize
 	}
-	return &aggregate{pageSize: pageSize, routes: map[cacheKey]*listing{}}
+	return &aggregate{pageSize: pageSize, routes: map[cacheKey]*listing{}, subs: map[subKey]map[string]string{}}
 }
 
 func (a *aggregate) remember(k cacheKey, l *listing) {
@@ -141,6 +152,46 @@ func (a *aggregate) recalled(k cacheKey) *listing {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.routes[k]
+}
+
+// subscribe records (or, with on false, drops) session's subscription.
+func (a *aggregate) subscribe(k subKey, session, exposed string, on bool) {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	if on {
+		if a.subs[k] == nil {
+			a.subs[k] = map[string]string{}
+		}
+		a.subs[k][session] = exposed
+		return
+	}
+	delete(a.subs[k], session)
+	if len(a.subs[k]) == 0 {
+		delete(a.subs, k)
+	}
+}
+
+// ended drops every subscription of a session that ended.
+func (a *aggregate) ended(session string) {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	for k, sessions := range a.subs {
+		delete(sessions, session)
+		if len(sessions) == 0 {
+			delete(a.subs, k)
+		}
+	}
+}
+
+// subscribers are the sessions subscribed to k, with their URIs.
+func (a *aggregate) subscribers(k subKey) map[string]string {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	out := make(map[string]string, len(a.subs[k]))
+	for id, uri := range a.subs[k] {
+		out[id] = uri
+	}
+	return out
 }
 
 func (a *aggregate) forget() {
@@ -188,6 +239,7 @@ func (s *Server) aggregateHooks(h *server.Hooks) {
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, r *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		s.forwardSubscription(ctx, string(mcp.MethodResourcesUnsubscribe), r.Params.URI)
 	})
+	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.agg.ended(cs.SessionID()) })
 }
 
 // mountAggregate registers the catch-all template and prompt every routed
@@ -195,6 +247,40 @@ func (s *Server) aggregateHooks(h *server.Hooks) {
 func (s *Server) mountAggregate() {
 	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(catchAllTemplate, "antler"), s.readResource)
 	s.mcp.AddPrompt(mcp.NewPrompt(catchAllPrompt), s.getPrompt)
+	if s.cache != nil {
+		s.cache.OnNotification(s.upstreamNotification)
+	}
+}
+
+// upstreamNotification relays what a server says unasked:
+// resources/updated to the sessions subscribed to that resource on that
+// connection, a list_changed to every session (the routes learned from
+// the old lists are forgotten). It runs on the upstream's reader: mcp-go's
+// sends never block (a full session queue drops the notification), and an
+// update caused by a call in flight reaches that call's stream before its
+// result. After Close there is no session left to reach.
+func (s *Server) upstreamNotification(n dispatch.Notification) {
+	switch n.Method {
+	case mcp.MethodNotificationResourceUpdated:
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(n.Params, &p) != nil || p.URI == "" {
+			return
+		}
+		subs := s.agg.subscribers(subKey{n.Server, n.UserID, n.ThreadID, p.URI})
+		if len(subs) == 0 {
+			return
+		}
+		for session, uri := range subs {
+			if err := s.mcp.SendNotificationToSpecificClient(session, n.Method, map[string]any{"uri": uri}); err != nil {
+				s.log.Debug("MCP resource update not delivered", "error", err.Error())
+			}
+		}
+	case mcp.MethodNotificationResourcesListChanged, mcp.MethodNotificationPromptsListChanged:
+		s.agg.forget()
+		s.mcp.SendNotificationToAllClients(n.Method, nil)
+	}
 }
 
 // listsChanged tells every session that resources and prompts may have
@@ -244,12 +330,23 @@ func declares(caps json.RawMessage, key, flag string) bool {
 // errNotOffered is a server that does not declare what a request needs.
 var errNotOffered = errors.New("not offered by this server")
 
+// removedIn20260728 are the methods that revision dropped
+// (resources/subscribe gave way to subscriptions/listen); a server that
+// speaks it answers them as an unknown session would.
+var removedIn20260728 = map[string]bool{
+	string(mcp.MethodResourcesSubscribe):   true,
+	string(mcp.MethodResourcesUnsubscribe): true,
+}
+
 // offered sends method with params on conn if the server declares key
-// (key.flag with flag).
+// (key.flag with flag) and its revision has the method.
 func offered(key, flag, method string, params json.RawMessage) dispatch.Op {
 	return func(ctx context.Context, conn *upstream.Conn) (json.RawMessage, error) {
 		if !declares(conn.Capabilities(), key, flag) {
 			return nil, errNotOffered
+		}
+		if removedIn20260728[method] && mcp.IsModernProtocol(conn.ProtocolVersion()) {
+			return nil, fmt.Errorf("%w: %s on a %s connection", errNotOffered, method, conn.ProtocolVersion())
 		}
 		return conn.Request(ctx, method, params)
 	}
@@ -785,7 +882,7 @@ func (s *Server) broadcast(ctx context.Context, method string, params json.RawMe
 	var wg sync.WaitGroup
 	for _, srv := range snap.ConnectedServers() {
 		wg.Go(func() {
-			s.send(ctx, snap, call, srv, method, params, key, flag)
+			_ = s.send(ctx, snap, call, srv, method, params, key, flag)
 		})
 	}
 	wg.Wait()
@@ -793,13 +890,14 @@ func (s *Server) broadcast(ctx context.Context, method string, params json.RawMe
 
 // send sends one forwarded request, bounded like a list, and logs a
 // failure.
-func (s *Server) send(ctx context.Context, snap *toolcache.Snapshot, call tasktools.Call, srv *config.Server, method string, params json.RawMessage, key, flag string) {
+func (s *Server) send(ctx context.Context, snap *toolcache.Snapshot, call tasktools.Call, srv *config.Server, method string, params json.RawMessage, key, flag string) error {
 	sctx, cancel := listBound(ctx, srv)
 	defer cancel()
 	_, err := snap.Send(sctx, srv.Name, upstreamRequest(call, method, params), offered(key, flag, method, params))
 	if err != nil && !errors.Is(err, errNotOffered) {
 		s.log.Warn("MCP request not forwarded", "method", method, "server", srv.Name, "error", dispatch.Redact(err.Error()))
 	}
+	return err
 }
 
 // forwardSubscription sends resources/subscribe or unsubscribe to the
@@ -815,11 +913,19 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 	}
 	r := s.resolveURI(ctx, snap, call, uri)
 	for _, srv := range snap.ConnectedServers() {
-		if srv.Name == r.server {
-			params, _ := json.Marshal(map[string]string{"uri": r.name})
-			s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
-			return
+		if srv.Name != r.server {
+			continue
 		}
+		params, _ := json.Marshal(map[string]string{"uri": r.name})
+		err := s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
+		if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+			k := subKey{server: srv.Name, uri: r.name}
+			if srv.IsStdio() {
+				k.user, k.thread = call.UserID, call.ThreadID
+			}
+			s.agg.subscribe(k, cs.SessionID(), uri, err == nil && method == string(mcp.MethodResourcesSubscribe))
+		}
+		return
 	}
 	s.log.Warn("MCP subscription names a resource no server lists", "method", method)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/mcpserver"
@@ -26,7 +27,6 @@ import (
 	"github.com/antler-mcp/antler/internal/conformance"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
-
 
 // aggHost is a real gateway (or, for a page size of its own, the bare door
 // behind a fixed principal) over a tool cache whose config names the
@@ -304,6 +304,11 @@ func TestAggregatesTwoUpstreamsOnEachRevision(t *testing.T) {
 					t.Errorf("unsubscribe %s: %v", uri, err)
 				}
 			}
+			// confhttp speaks 2026-07-28, which has no resources/subscribe:
+			// it was not sent one (it would answer as a dead session).
+			if tc, _ := read(t, c, "antler://confhttp/test://watched-resource").(mcp.TextResourceContents); tc.Text == "" {
+				t.Errorf("confhttp after a subscribe: %+v", tc)
+			}
 		})
 	}
 }
@@ -438,5 +443,75 @@ func TestListChangedWhenTheToolSetRebuilds(t *testing.T) {
 	}
 	if after := promptNames(t, c); len(after) != 2*len(before) {
 		t.Errorf("prompts after the change: %v (before %v)", after, before)
+	}
+}
+
+// watchServer is a streamable-HTTP MCP server with one subscribable
+// resource, watch://a, and a tool "touch" that announces an update of it.
+func watchServer(t *testing.T) string {
+	t.Helper()
+	srv := server.NewMCPServer("watch", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false))
+	srv.AddResource(mcp.NewResource("watch://a", "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "watch://a", Text: "a"}}, nil
+	})
+	srv.AddTool(mcp.NewTool("touch"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		err := server.ServerFromContext(ctx).SendNotificationToClient(ctx, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": "watch://a"})
+		if err != nil {
+			return nil, err
+		}
+		return mcp.NewToolResultText("touched"), nil
+	})
+	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+func TestResourceUpdatedReachesTheSubscriber(t *testing.T) {
+	h := newAggHost(t, false, true, 0)
+	// 2026-07-28 replaced resources/subscribe with subscriptions/listen,
+	// which the upstream side does not hold open: the server is pinned.
+	h.writeConfig(fmt.Sprintf(`, "watch": {"type": "http", "url": %q, "protocol_version": "2025-11-25"}`, watchServer(t)))
+	h.cache.Rebuild()
+	updates := make(chan string, 4)
+	subscriber := h.client("2025-11-25", "alice")
+	subscriber.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == mcp.MethodNotificationResourceUpdated {
+			uri, _ := n.Params.AdditionalFields["uri"].(string)
+			updates <- uri
+		}
+	})
+	bystander := h.client("2025-11-25", "bob")
+	stray := make(chan string, 4)
+	bystander.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == mcp.MethodNotificationResourceUpdated {
+			stray <- n.Method
+		}
+	})
+	if err := subscriber.Subscribe(testCtx(t), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "watch://a"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The update comes while the subscriber's own call is in flight, so its
+	// POST stream carries it.
+	if res := call(t, subscriber, "watch_touch", map[string]any{}, nil); textOf(res) != "touched" {
+		t.Fatalf("touch: %+v", res)
+	}
+	select {
+	case uri := <-updates:
+		if uri != "watch://a" {
+			t.Errorf("updated %q", uri)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notifications/resources/updated")
+	}
+	if res := call(t, bystander, "watch_touch", map[string]any{}, nil); textOf(res) != "touched" {
+		t.Fatalf("touch: %+v", res)
+	}
+	select {
+	case m := <-stray:
+		t.Errorf("a session that did not subscribe got %s", m)
+	default:
+	}
+	if err := subscriber.Unsubscribe(testCtx(t), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: "watch://a"}}); err != nil {
+		t.Fatal(err)
 	}
 }
