@@ -300,6 +300,19 @@ func (s *Server) caller(ctx context.Context, meta *mcp.Meta) (tasktools.Call, er
 	return s.identify(ctx, req)
 }
 
+// target is a non-tool request's caller and the snapshot it runs on.
+func (s *Server) target(ctx context.Context, meta *mcp.Meta) (tasktools.Call, *toolcache.Snapshot, error) {
+	call, err := s.caller(ctx, meta)
+	if err != nil {
+		return call, nil, err
+	}
+	snap, err := s.cache.Snapshot(ctx)
+	if err != nil {
+		return call, nil, fmt.Errorf("MCP servers are unavailable: %s", dispatch.Redact(err.Error()))
+	}
+	return call, snap, nil
+}
+
 // upstreamRequest is a non-tool request for call. No _meta of the
 // downstream's travels: its protocol fields are this door's, and its
 // antler/ keys are the door's carriers.
@@ -504,14 +517,9 @@ const forgedCursor = "!"
 // mcp-go refuses it.
 func (s *Server) beforeList(ctx context.Context, kind listKind, req any, params *mcp.PaginatedParams) {
 	s.sync(ctx)
-	call, err := s.caller(ctx, params.Meta)
+	call, snap, err := s.target(ctx, params.Meta)
 	if err != nil {
-		s.log.Warn("MCP list refused", "method", kind.method, "error", err.Error())
-		return
-	}
-	snap, err := s.cache.Snapshot(ctx)
-	if err != nil {
-		s.log.Warn("MCP lists unavailable", "error", dispatch.Redact(err.Error()))
+		s.log.Warn("MCP list not served", "method", kind.method, "error", err.Error())
 		return
 	}
 	l := s.list(ctx, snap, call, kind)
@@ -648,11 +656,7 @@ func (s *Server) resolveURI(ctx context.Context, snap *toolcache.Snapshot, call 
 // beforeRead routes a resources/read for the caller.
 func (s *Server) beforeRead(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
 	r := &routed{asked: req.Params.URI}
-	r.call, r.err = s.caller(ctx, req.Params.Meta)
-	if r.err == nil {
-		r.snap, r.err = s.cache.Snapshot(ctx)
-	}
-	if r.err == nil {
+	if r.call, r.snap, r.err = s.target(ctx, req.Params.Meta); r.err == nil {
 		r.route = s.resolveURI(ctx, r.snap, r.call, req.Params.URI)
 	}
 	withRoute(&req.Params.Meta, r)
@@ -734,13 +738,7 @@ func callError(err error) error {
 // mcp-go to answer "not found" (-32602).
 func (s *Server) beforeGetPrompt(ctx context.Context, _ any, req *mcp.GetPromptRequest) {
 	asked := req.Params.Name
-	call, err := s.caller(ctx, req.Params.Meta)
-	if err != nil {
-		withRoute(&req.Params.Meta, &routed{err: err, asked: asked})
-		req.Params.Name = catchAllPrompt
-		return
-	}
-	snap, err := s.cache.Snapshot(ctx)
+	call, snap, err := s.target(ctx, req.Params.Meta)
 	if err != nil {
 		withRoute(&req.Params.Meta, &routed{err: err, asked: asked})
 		req.Params.Name = catchAllPrompt
@@ -797,11 +795,7 @@ func completionToken() string {
 // URI template (or the URI). The route is parked under a token that
 // replaces the reference's name.
 func (s *Server) beforeComplete(ctx context.Context, _ any, req *mcp.CompleteRequest) {
-	call, err := s.caller(ctx, nil)
-	if err != nil {
-		return
-	}
-	snap, err := s.cache.Snapshot(ctx)
+	call, snap, err := s.target(ctx, nil)
 	if err != nil {
 		return
 	}
@@ -871,11 +865,7 @@ func (s *Server) complete(ctx context.Context, refType, refField, token string, 
 // (key.flag with flag) on the caller's connection (for stdio, the
 // caller's own session), concurrently; failures are logged.
 func (s *Server) broadcast(ctx context.Context, method string, params json.RawMessage, key, flag string) {
-	call, err := s.caller(ctx, nil)
-	if err != nil {
-		return
-	}
-	snap, err := s.cache.Snapshot(ctx)
+	call, snap, err := s.target(ctx, nil)
 	if err != nil {
 		return
 	}
@@ -903,11 +893,7 @@ func (s *Server) send(ctx context.Context, snap *toolcache.Snapshot, call taskto
 // forwardSubscription sends resources/subscribe or unsubscribe to the
 // server that owns uri, with its own URI, if it offers subscriptions.
 func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
-	call, err := s.caller(ctx, nil)
-	if err != nil {
-		return
-	}
-	snap, err := s.cache.Snapshot(ctx)
+	call, snap, err := s.target(ctx, nil)
 	if err != nil {
 		return
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -91,42 +90,27 @@ func (h *aggHost) writeConfig(extra string) {
 
 // auth is the header that makes a request user's.
 func (h *aggHost) auth(user string) map[string]string {
+	if key := h.key(user); key != "" {
+		return map[string]string{"Authorization": "Bearer " + key}
+	}
+	return nil
+}
+
+// key is user's API key ("" for the bare door).
+func (h *aggHost) key(user string) string {
 	if h.direct {
-		return nil
+		return ""
 	}
 	if user == "" {
 		user = "default"
 	}
-	return map[string]string{"Authorization": "Bearer " + aggKeys[user]}
+	return aggKeys[user]
 }
 
 // client starts an mcp-go client on version ("" is 2026-07-28) as user.
 func (h *aggHost) client(version, user string) *client.Client {
 	h.t.Helper()
-	tr, err := transport.NewStreamableHTTP(h.url+"/mcp", transport.WithHTTPHeaders(h.auth(user)))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	var copts []client.ClientOption
-	if version != "" {
-		copts = append(copts, client.WithProtocolVersion(version))
-	}
-	c := client.NewClient(tr, copts...)
-	h.t.Cleanup(func() { _ = c.Close() })
-	ctx := testCtx(h.t)
-	if err := c.Start(ctx); err != nil {
-		h.t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = version
-	if version == "" {
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	}
-	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		h.t.Fatalf("initialize %q: %v", version, err)
-	}
-	return c
+	return (&host{t: h.t, url: h.url}).client(version, h.key(user))
 }
 
 // sessions is the pooled stdio session count of "conf".
