@@ -499,3 +499,24 @@ func TestResourceUpdatedReachesTheSubscriber(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConformanceResourcesAndPromptsThroughTheDoor runs the suite's
+// resource, prompt, completion and logging scenarios against /mcp fronting
+// the fixture with names passed through.
+func TestConformanceResourcesAndPromptsThroughTheDoor(t *testing.T) {
+	conformance.Node22(t)
+	h := newAggHost(t, false, false, 1000)
+	scenarios := []string{"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+		"resources-subscribe", "resources-unsubscribe", "prompts-list", "prompts-get-simple", "prompts-get-with-args",
+		"prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete", "logging-set-level"}
+	res := conformance.RunServerSuite(t, strings.Replace(h.url, "127.0.0.1", "localhost", 1)+"/mcp", conformance.Options{Scenarios: scenarios})
+	for _, name := range scenarios {
+		sc, ok := res.Scenarios[name]
+		if !ok || sc.Failed > 0 || sc.Passed == 0 {
+			t.Errorf("%s: %+v", name, sc)
+		}
+	}
+	if t.Failed() {
+		t.Log(res.Output)
+	}
+}
