@@ -434,7 +434,11 @@ func TestListChangedWhenTheToolSetRebuilds(t *testing.T) {
 // resource, watch://a, and a tool "touch" that announces an update of it.
 func watchServer(t *testing.T) string {
 	t.Helper()
-	srv := server.NewMCPServer("watch", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false))
+	srv := server.NewMCPServer("watch", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false),
+		server.WithCompletions(), server.WithResourceCompletionProvider(itemCompletions{}))
+	srv.AddResourceTemplate(mcp.NewResourceTemplate("watch://item/{id}", "item"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "item"}}, nil
+	})
 	srv.AddResource(mcp.NewResource("watch://a", "a"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "watch://a", Text: "a"}}, nil
 	})
@@ -450,7 +454,17 @@ func watchServer(t *testing.T) string {
 	return hs.URL + "/mcp"
 }
 
-func TestResourceUpdatedReachesTheSubscriber(t *testing.T) {
+// itemCompletions completes watch://item/{id}'s id; anything else has none.
+type itemCompletions struct{}
+
+func (itemCompletions) CompleteResourceArgument(_ context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	if uri != "watch://item/{id}" || arg.Name != "id" {
+		return &mcp.Completion{Values: []string{}}, nil
+	}
+	return &mcp.Completion{Values: []string{arg.Value + "1", arg.Value + "2"}}, nil
+}
+
+func TestSubscriptionUpdatesAndResourceCompletion(t *testing.T) {
 	h := newAggHost(t, false, true, 0)
 	// 2026-07-28 replaced resources/subscribe with subscriptions/listen,
 	// which the upstream side does not hold open: the server is pinned.
@@ -497,6 +511,21 @@ func TestResourceUpdatedReachesTheSubscriber(t *testing.T) {
 	}
 	if err := subscriber.Unsubscribe(testCtx(t), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: "watch://a"}}); err != nil {
 		t.Fatal(err)
+	}
+
+	// ref/resource completes at the server that lists the template.
+	creq := mcp.CompleteRequest{}
+	creq.Params.Ref = mcp.ResourceReference{Type: "ref/resource", URI: "watch://item/{id}"}
+	creq.Params.Argument = mcp.CompleteArgument{Name: "id", Value: "x"}
+	cres, err := subscriber.Complete(testCtx(t), creq)
+	if err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	if !slices.Equal(cres.Completion.Values, []string{"x1", "x2"}) {
+		t.Errorf("resource completion: %v", cres.Completion.Values)
+	}
+	if tc, _ := read(t, subscriber, "watch://item/7").(mcp.TextResourceContents); tc.Text != "item" {
+		t.Errorf("template read: %+v", tc)
 	}
 }
 
