@@ -37,6 +37,22 @@ type Options struct {
 	Pool    *sessionpool.Pool[*upstream.Conn]
 	DataDir string
 	Version string
+	// OnNotification receives the server's unsolicited notifications
+	// (upstream.Options.OnNotification) with the connection they came on:
+	// a stdio session's user and thread, none for a shared connection. It
+	// runs on the connection's reader and must not block.
+	OnNotification func(Notification)
+}
+
+// Notification is an unsolicited notification from a server
+// (notifications/resources/updated, .../list_changed).
+type Notification struct {
+	Server string
+	// UserID and ThreadID name the stdio session it came on; both are ""
+	// for an HTTP or SSE server's shared connection.
+	UserID, ThreadID string
+	Method           string
+	Params           json.RawMessage
 }
 
 // Endpoint is one server's way to the wire: its shared connection,
@@ -49,6 +65,7 @@ type Endpoint struct {
 	pool    *sessionpool.Pool[*upstream.Conn]
 	dataDir string
 	version string
+	onNote  func(Notification)
 
 	mu     sync.Mutex
 	conn   *upstream.Conn // HTTP and SSE: one connection for every caller
@@ -61,8 +78,21 @@ func NewEndpoint(srv *config.Server, opts Options) *Endpoint {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Endpoint{server: srv, opts: opts.Upstream, log: log, conn: opts.Conn,
-		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version}
+	ep := &Endpoint{server: srv, opts: opts.Upstream, log: log, conn: opts.Conn,
+		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, onNote: opts.OnNotification}
+	ep.opts.OnNotification = ep.notifier("", "")
+	return ep
+}
+
+// notifier is the OnNotification of a connection of user and thread (both
+// "" for the shared one); nil without Options.OnNotification.
+func (ep *Endpoint) notifier(user, thread string) func(string, json.RawMessage) {
+	if ep.onNote == nil {
+		return nil
+	}
+	return func(method string, params json.RawMessage) {
+		ep.onNote(Notification{Server: ep.server.Name, UserID: user, ThreadID: thread, Method: method, Params: params})
+	}
 }
 
 // Server is the server the endpoint reaches.
@@ -299,6 +329,7 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		}
 		opts := ep.opts
 		opts.OnExit = exited
+		opts.OnNotification = ep.notifier(user, thread)
 		if pt != nil && ep.server.Cwd == "" {
 			opts.Workspace = pt.Workspace
 		}

@@ -8,35 +8,11 @@ import (
 	"github.com/antler-mcp/antler/internal/conformance"
 )
 
-// expectedFailures lists the conformance scenarios that fail through Antler
-// on main today (measured against the fixture, which passes every active
-// scenario when reached directly), with the reason and the branch that
-// fixes it. TestConformanceThroughAntler logs a listed scenario that fails
-// and fails on one that passes, so the list only shrinks; the goal is an
-// empty map, and the integrator removes each entry as its branch lands.
-var expectedFailures = map[string]string{
-	// Measured 2026-12-01 on main at 38814dd: 11 of 30 active scenarios
-	// pass (12 checks ok, 19 not ok).
-	"completion-complete":           "completion/complete is -32601 (completions not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"logging-set-level":             "logging/setLevel is -32601 (logging not supported): its relay lands in i12-relaydoor",
-	"tools-call-with-logging":       "logging/setLevel is -32601, so the upstream's log messages never reach the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
-	"tools-call-with-progress":      "no notifications/progress reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
-	"tools-call-sampling":           "the upstream's sampling/createMessage never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
-	"tools-call-elicitation":        "the upstream's elicitation/create never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
-	"elicitation-sep1034-defaults":  "the upstream's elicitation/create never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
-	"elicitation-sep1330-enums":     "the upstream's elicitation/create never reaches the client: relay of upstream notifications and server-to-client requests lands in i12-relaydoor",
-	"resources-list":                "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"resources-read-text":           "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"resources-read-binary":         "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"resources-templates-read":      "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"resources-subscribe":           "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"resources-unsubscribe":         "resources/* is -32601 (resources not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"prompts-list":                  "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"prompts-get-simple":            "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"prompts-get-with-args":         "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"prompts-get-embedded-resource": "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
-	"prompts-get-with-image":        "prompts/* is -32601 (prompts not supported): aggregation of resources, prompts and completions lands in i12-agg",
-}
+// expectedFailures lists the conformance scenarios allowed to fail through
+// Antler, with the reason. TestConformanceThroughAntler fails on a listed
+// scenario that passes as well as on an unlisted one that fails, so the
+// list cannot go stale. It is empty: every active scenario passes.
+var expectedFailures = map[string]string{}
 
 // TestConformanceThroughAntler runs the official conformance suite's active
 // server scenarios against /mcp of a real gateway whose only upstream is the

@@ -107,6 +107,9 @@ type Options struct {
 	// DefaultMaxSessionsPerPrincipal). Legacy SSE sessions live as long as
 	// their stream, which the gateway caps per caller.
 	MaxSessionsPerPrincipal int
+	// ListPageSize is the page size of the aggregated resource, template
+	// and prompt lists (0: DefaultListPageSize).
+	ListPageSize int
 }
 
 // Server is the MCP door.
@@ -121,6 +124,7 @@ type Server struct {
 	streamable *server.StreamableHTTPServer
 	sse        *server.SSEServer
 	owners     *owners
+	agg        *aggregate
 	// maxSessions caps one principal's streamable sessions.
 	maxSessions int
 	// listeners are the open GET streams, rounds the 2026-07-28 calls
@@ -158,7 +162,7 @@ func New(opts Options) *Server {
 	if maxEvents <= 0 {
 		maxEvents = DefaultMaxEventsPerSession
 	}
-	s := &Server{cache: opts.Cache, tasks: opts.Tasks, log: log, acquire: opts.AcquireCall, owners: newOwners(), maxSessions: opts.MaxSessionsPerPrincipal}
+	s := &Server{cache: opts.Cache, tasks: opts.Tasks, log: log, acquire: opts.AcquireCall, owners: newOwners(), agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
@@ -171,14 +175,21 @@ func New(opts Options) *Server {
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.owners.remove(cs.SessionID()) })
 	s.taskHooks(hooks)
+	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,
 		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
+		server.WithCompletions(),
+		server.WithPromptCompletionProvider(completions{s}),
+		server.WithResourceCompletionProvider(completions{s}),
 		server.WithLogging(), // upstream log messages are relayed (relay.go)
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 		server.WithExtensions(s.extensions()),
 		server.WithInstructions("Antler fronts several MCP servers: tool names are prefixed with their server's name unless the operator turned prefixes off."),
 	)
+	s.mountAggregate()
 	// The gateway's edge rules (Host, Origin, Sec-Fetch-Site) already ran
 	// and are the one rule for both doors: mcp-go's own loopback check
 	// would refuse the allowed_hosts a reverse proxy forwards.
@@ -282,6 +293,9 @@ func (s *Server) sync(ctx context.Context) {
 		served = append(served, server.ServerTool{Tool: mt, Handler: s.callTool})
 	}
 	s.mcp.SetTools(served...)
+	if s.synced != nil && snap != s.synced {
+		s.listsChanged()
+	}
 	s.synced, s.syncedTasks = snap, running
 }
 

@@ -145,7 +145,7 @@ func (r *sessionRelay) askable(ctx context.Context, method string) (string, erro
 	}
 	cs := server.ClientSessionFromContext(r.call)
 	info, ok := cs.(server.SessionWithClientInfo)
-	if cs == nil || !ok || !declares(info.GetClientCapabilities(), feature) {
+	if cs == nil || !ok || !clientDeclares(info.GetClientCapabilities(), feature) {
 		return feature, notSupported(feature)
 	}
 	var carries bool
@@ -181,8 +181,8 @@ func featureOf(method string) (string, error) {
 	return "", &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: method + ": not relayed to MCP clients"}
 }
 
-// declares reports whether caps include feature.
-func declares(caps mcp.ClientCapabilities, feature string) bool {
+// clientDeclares reports whether a client's caps include feature.
+func clientDeclares(caps mcp.ClientCapabilities, feature string) bool {
 	switch feature {
 	case "sampling":
 		return caps.Sampling != nil
@@ -436,7 +436,7 @@ func (r *roundRelay) Request(ctx context.Context, method string, params json.Raw
 	}
 	// 2026-07-28 declares capabilities per request.
 	info := server.RequestProtocolInfoFromContext(call)
-	if info == nil || info.ClientCapabilities == nil || !declares(*info.ClientCapabilities, feature) {
+	if info == nil || info.ClientCapabilities == nil || !clientDeclares(*info.ClientCapabilities, feature) {
 		return nil, notSupported(feature)
 	}
 	q := question{method: method, params: params, answer: make(chan mcp.InputResponse, 1)}

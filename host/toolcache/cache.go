@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -105,6 +106,29 @@ type Cache struct {
 	inflight   *discovery
 	closed     bool
 	plugins    []pluginFile // plugin files the snapshot loaded
+
+	listenMu  sync.Mutex
+	listeners []func(dispatch.Notification)
+}
+
+// OnNotification adds fn to the receivers of every server's unsolicited
+// notifications (resources/updated, list_changed), from any connection of
+// this or a later snapshot. fn runs on the connection's reader and must not
+// block.
+func (c *Cache) OnNotification(fn func(dispatch.Notification)) {
+	c.listenMu.Lock()
+	defer c.listenMu.Unlock()
+	c.listeners = append(c.listeners, fn)
+}
+
+// notify hands n to every receiver.
+func (c *Cache) notify(n dispatch.Notification) {
+	c.listenMu.Lock()
+	ls := c.listeners
+	c.listenMu.Unlock()
+	for _, fn := range ls {
+		fn(n)
+	}
 }
 
 // pluginFile is a loaded plugin's file as it was when loaded: a changed
@@ -406,7 +430,7 @@ func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error
 	if err != nil {
 		return nil, "", config.Signature{}, zero, err
 	}
-	snap := build(ext, c.opts, c.log, loaded, c.pool)
+	snap := build(ext, c.opts, c.log, loaded, c.pool, c.notify)
 	snap.ConfigPath = path
 	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
 
@@ -485,13 +509,18 @@ func (c *Cache) pluginsChangedLocked() bool {
 
 // build connects to every enabled server concurrently and assembles the
 // snapshot in configuration order.
-func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn]) *Snapshot {
+func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], notify func(dispatch.Notification)) *Snapshot {
 	servers := ext.Enabled()
 	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log})
 	// uoptsFor gives each server its base headers: static, plus the cached
 	// OAuth header (discovery fetches the first one; calls refresh it).
 	uoptsFor := func(srv *config.Server) upstream.Options {
 		o := upstream.Options{Logger: log, Version: opts.Version, MaxResultBytes: opts.MaxResultBytes}
+		// The connection discovery opens (an HTTP or SSE server's shared
+		// one) reports like those the endpoint dials later.
+		o.OnNotification = func(method string, params json.RawMessage) {
+			notify(dispatch.Notification{Server: srv.Name, Method: method, Params: params})
+		}
 		if !srv.IsStdio() && tokens.Has(srv.Name) {
 			o.BaseHeaders = func() map[string]string {
 				h := srv.Headers.Map()
@@ -574,7 +603,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			continue
 		}
 		st.State = StateConnected
-		eopts := dispatch.Options{Upstream: uoptsFor(srv), Logger: log, Conn: r.conn}
+		eopts := dispatch.Options{Upstream: uoptsFor(srv), Logger: log, Conn: r.conn, OnNotification: notify}
 		if srv.IsStdio() {
 			st.ProtocolVersion = r.protocol
 			sum := sha256.Sum256(srv.Slice())

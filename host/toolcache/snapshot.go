@@ -113,6 +113,19 @@ func (s *Snapshot) Tool(name string) (Tool, bool) {
 	return s.Tools[i], true
 }
 
+// ConnectedServers returns the connected servers' configurations in configuration
+// order: the doors that aggregate more than tools (resources, prompts) list
+// and route through them as the tool list does.
+func (s *Snapshot) ConnectedServers() []*config.Server {
+	var out []*config.Server
+	for _, st := range s.Servers {
+		if ep, ok := s.endpoints[st.Name]; ok {
+			out = append(out, ep.Server())
+		}
+	}
+	return out
+}
+
 // ServerStatuses returns the servers' status with their current session counts.
 func (s *Snapshot) ServerStatuses() []ServerStatus {
 	out := make([]ServerStatus, len(s.Servers))
