@@ -153,17 +153,18 @@ func content(items ...mcp.Content) *mcp.CallToolResult {
 
 // handleLogging implements test_tool_with_logging. The messages reach the
 // client only at or above the level it set with logging/setLevel (mcp-go
-// starts sessions at "error").
+// starts sessions at "error"). Like progress, every message, the last one
+// included, is followed by a pause: mcp-go's stdio server writes
+// notifications from another goroutine than results, so a message sent just
+// before the result could reach a proxy after the call had ended.
 func handleLogging(ctx context.Context, srv *server.MCPServer) (*mcp.CallToolResult, error) {
-	for i, msg := range logSteps {
-		if i > 0 {
-			if err := pause(ctx, step); err != nil {
-				return nil, err
-			}
-		}
+	for _, msg := range logSteps {
 		n := mcp.NewLoggingMessageNotification(mcp.LoggingLevelInfo, "conformance", msg)
 		if err := srv.SendLogMessageToClient(ctx, n); err != nil {
 			return nil, fmt.Errorf("%s: send log message: %w", toolLogging, err)
+		}
+		if err := pause(ctx, step); err != nil {
+			return nil, err
 		}
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("Tool with logging completed: sent %d log messages", len(logSteps))), nil
