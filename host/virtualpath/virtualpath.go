@@ -466,6 +466,12 @@ func followsName(after string) bool {
 // any other. Changed files are listed in _meta. Items it does not change
 // keep their bytes.
 func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.RawMessage {
+	// Every path token holds a '/', which JSON spells as '/', "\/" or a
+	// "\u" escape, and bare names come only from changed files: a result
+	// with neither has nothing to translate and is not decoded.
+	if len(changed) == 0 && !bytes.ContainsAny(raw, `/\`) {
+		return raw
+	}
 	var res map[string]json.RawMessage
 	if json.Unmarshal(raw, &res) != nil || res == nil {
 		return raw
