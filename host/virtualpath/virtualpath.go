@@ -466,10 +466,9 @@ func followsName(after string) bool {
 // any other. Changed files are listed in _meta. Items it does not change
 // keep their bytes.
 func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.RawMessage {
-	// Every path token holds a '/', which JSON spells as '/', "\/" or a
-	// "\u" escape, and bare names come only from changed files: a result
-	// with neither has nothing to translate and is not decoded.
-	if len(changed) == 0 && !bytes.ContainsAny(raw, `/\`) {
+	// Bare names come only from changed files: a result with neither those
+	// nor a possible path has nothing to translate and is not decoded.
+	if len(changed) == 0 && !maySpellPath(raw) {
 		return raw
 	}
 	var res map[string]json.RawMessage
@@ -478,7 +477,10 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 	}
 	touched := false
 	var content []json.RawMessage
-	if json.Unmarshal(res["content"], &content) == nil {
+	// Only content (paths and bare names) and structuredContent (paths) are
+	// translated; the same test spares decoding them (a _meta key such as
+	// io.modelcontextprotocol/serverInfo holds a '/' of its own).
+	if (len(changed) > 0 || maySpellPath(res["content"])) && json.Unmarshal(res["content"], &content) == nil {
 		for i, item := range content {
 			if out, ok := rewriteItem(item, t); ok {
 				content[i] = out
@@ -489,7 +491,7 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 			res["content"], _ = json.Marshal(content)
 		}
 	}
-	if sc, ok := res["structuredContent"]; ok {
+	if sc, ok := res["structuredContent"]; ok && maySpellPath(sc) {
 		if v, err := decodeExact(sc); err == nil {
 			if out, changed := rewriteValue(v, t); changed {
 				if b, err := json.Marshal(out); err == nil {
@@ -523,6 +525,10 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 	}
 	return out
 }
+
+// maySpellPath reports whether JSON text could hold a path token: every one
+// has a '/', spelled '/', "\/" or as a "\u" escape.
+func maySpellPath(raw []byte) bool { return bytes.ContainsAny(raw, `/\`) }
 
 // decodeExact decodes one JSON value keeping numbers as json.Number, so
 // fields it does not rewrite keep their exact values.
