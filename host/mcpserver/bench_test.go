@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,15 +64,5 @@ func BenchmarkMCPCall(b *testing.B) {
 			b.Fatalf("result %+v", res)
 		}
 	}
-	call() // discovery and the session's stdio process, outside the timing
-	var lat []time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		start := time.Now()
-		call()
-		lat = append(lat, time.Since(start))
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	testmcp.Measure(b, call) // the warm-up call starts the session's stdio process
 }
