@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/antler-mcp/antler/host/envvar"
 )
@@ -115,14 +116,47 @@ type Signer struct {
 	// Verifiable), from the stat alone.
 	Limit int64
 	buf   []byte
+	// last is the most recent file read and hashed, for the stat-only fast path.
+	last hashed
 }
+
+// hashed is a file as it was when read and hashed.
+type hashed struct {
+	path   string
+	id     fileID
+	sig    Signature
+	readAt int64 // unix nanoseconds, taken before the file was opened
+}
+
+// Two bounds keep the stat-only fast path from hiding an edit. A hash is
+// reused only when it was read more than racyWindow after the file's last
+// change (ctime): a write in the same timestamp tick as the read could
+// otherwise leave mtime, ctime and size as they were (git's "racily clean"
+// rule; 2 s covers the coarsest timestamps in use). And a hash is reused for
+// at most rehashAfter, so a miss the first bound cannot rule out (a file
+// server whose clock runs behind this host's) lasts no longer than that.
+const (
+	racyWindow  = 2 * time.Second
+	rehashAfter = time.Second
+)
 
 // ConfigSigner is the Signer for extensions_config.json: files above
 // MaxFileSize are never read.
 func ConfigSigner() Signer { return Signer{Limit: MaxFileSize} }
 
 // Stat is the package-level Stat with the signer's buffer.
+//
+// A file whose device, inode, size, mtime and ctime are those of the last
+// one hashed returns that signature from one stat, without reading it,
+// while the bounds above hold.
 func (s *Signer) Stat(path string) (sig Signature, ok bool) {
+	now := time.Now().UnixNano()
+	if l := &s.last; l.path == path && l.sig.Verifiable() && now-l.readAt < int64(rehashAfter) {
+		if id, ok := statID(path); ok && id == l.id && l.readAt-id.ctime > int64(racyWindow) {
+			return l.sig, true
+		}
+	}
+	s.last = hashed{}
 	f, err := os.Open(path)
 	if err != nil {
 		if st, serr := os.Stat(path); serr == nil && !st.IsDir() {
@@ -150,6 +184,9 @@ func (s *Signer) Stat(path string) (sig Signature, ok bool) {
 	}
 	sum := sha256.Sum256(buf)
 	sig.SHA256 = hex.EncodeToString(sum[:])
+	if id, ok := fileIDOf(st); ok {
+		s.last = hashed{path: path, id: id, sig: sig, readAt: now}
+	}
 	return sig, true
 }
 

@@ -309,14 +309,16 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		thread = workspace.DefaultThread
 	}
 	key = sessionpool.NewKey(ep.server.Name, user, thread, ep.version)
-	srv := ep.server
 	if ep.dataDir != "" {
 		ws, err := workspace.Paths(ep.dataDir, user, thread)
 		if err != nil {
 			return nil, key, nil, nil, err
 		}
-		srv = pinned(ep.server, ws)
-		pt = &pinnedThread{Thread: ws, cwd: srv.Cwd}
+		cwd := ep.server.Cwd
+		if cwd == "" {
+			cwd = ws.Workspace
+		}
+		pt = &pinnedThread{Thread: ws, cwd: cwd}
 	}
 	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
 	defer cancel()
@@ -326,6 +328,13 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 			if err := pt.Create(); err != nil {
 				return nil, err
 			}
+		}
+		// The server's settings for the thread are built only here: a
+		// copy of them on every call would be garbage for all but the
+		// first.
+		srv := ep.server
+		if pt != nil {
+			srv = pinned(ep.server, pt.Thread)
 		}
 		opts := ep.opts
 		opts.OnExit = exited

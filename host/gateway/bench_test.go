@@ -7,10 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/gateway"
@@ -19,32 +17,6 @@ import (
 	"github.com/antler-mcp/antler/host/upstream"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
-
-// latencies records per-call durations to report percentiles beside ns/op.
-type latencies []time.Duration
-
-// measure runs call b.N times (after one warm-up call) and reports ns/op,
-// allocations and latency percentiles.
-func measure(b *testing.B, call func()) {
-	call()
-	var lat latencies
-	b.ReportAllocs()
-	for b.Loop() {
-		start := time.Now()
-		call()
-		lat = append(lat, time.Since(start))
-	}
-	lat.report(b)
-}
-
-func (l latencies) report(b *testing.B) {
-	if len(l) == 0 {
-		return
-	}
-	slices.Sort(l)
-	b.ReportMetric(float64(l[len(l)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(l[len(l)*99/100].Microseconds()), "p99-µs")
-}
 
 // BenchmarkStdioCall compares one echo call to the demo server over stdio
 // made directly with the mcp-go client (the same code the gateway uses) and
@@ -64,7 +36,7 @@ func BenchmarkStdioCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer conn.Close()
-		measure(b, func() {
+		testmcp.Measure(b, func() {
 			if _, err := conn.CallTool(context.Background(), "echo", args, nil); err != nil {
 				b.Fatal(err)
 			}
@@ -86,7 +58,7 @@ func BenchmarkStdioCall(b *testing.B) {
 				b.Fatalf("%d %s", rec.Code, rec.Body)
 			}
 		}
-		measure(b, call)
+		testmcp.Measure(b, call)
 	})
 
 	b.Run("gateway", func(b *testing.B) {
@@ -108,6 +80,6 @@ func BenchmarkStdioCall(b *testing.B) {
 				b.Fatalf("%d %s", resp.StatusCode, data)
 			}
 		}
-		measure(b, call) // the warm-up call does the discovery, outside the timing
+		testmcp.Measure(b, call) // the warm-up call does the discovery, outside the timing
 	})
 }

@@ -11,14 +11,15 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// eventStore is an in-memory mcp-go EventStore bounded per session: it keeps
-// a session's last max events across all of its streams, so a client that
-// reconnects with Last-Event-ID is redelivered what it missed, and a client
-// that never reads cannot grow the host's memory without limit. mcp-go's own
-// InMemoryEventStore keeps every event until the session ends. Resuming from
-// an event already dropped answers server.ErrUnknownEventID (the client
-// opens a fresh stream). Events live in process memory: a host restart
-// forgets them, as it forgets the sessions.
+// eventStore is an in-memory mcp-go EventStore bounded per session: it
+// replays a session's last max events across all of its streams (holding at
+// most twice that many), so a client that reconnects with Last-Event-ID is
+// redelivered what it missed, and a client that never reads cannot grow the
+// host's memory without limit. mcp-go's own InMemoryEventStore keeps every
+// event until the session ends. Resuming from an event already dropped
+// answers server.ErrUnknownEventID (the client opens a fresh stream). Events
+// live in process memory: a host restart forgets them, as it forgets the
+// sessions.
 type eventStore struct {
 	mu       sync.Mutex
 	max      int
@@ -44,7 +45,11 @@ func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	defer s.mu.Unlock()
 	s.seq++
 	evs := append(s.sessions[sessionID], storedEvent{id: s.seq, stream: streamID, message: append(json.RawMessage(nil), message...)})
-	if len(evs) > s.max {
+	// Trimmed to the last max only once twice that many are held, so a
+	// full session's event costs a copy of max events every max events,
+	// not on every one (which was most of a /mcp call's allocation).
+	// Replay never looks past the last max.
+	if len(evs) >= 2*s.max {
 		evs = append(evs[:0:0], evs[len(evs)-s.max:]...)
 	}
 	s.sessions[sessionID] = evs
@@ -59,6 +64,9 @@ func (s *eventStore) ReplayEventsAfter(ctx context.Context, sessionID, lastEvent
 	}
 	s.mu.Lock()
 	evs := s.sessions[sessionID]
+	if len(evs) > s.max {
+		evs = evs[len(evs)-s.max:]
+	}
 	i := sort.Search(len(evs), func(i int) bool { return evs[i].id >= id })
 	if i == len(evs) || evs[i].id != id {
 		s.mu.Unlock()

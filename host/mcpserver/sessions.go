@@ -67,6 +67,18 @@ func (o *owners) remove(id string) {
 	}
 }
 
+// sessionEnded forgets an MCP session that was deleted or idled out and
+// retires the stdio sessions of its default thread (SessionThread): nothing
+// can call into that thread again, so its processes would otherwise idle in
+// the pool until its timeout, one per ended session. A process a durable
+// task pins stays (the pool asks the Pinned hook).
+func (s *Server) sessionEnded(id string) {
+	s.owners.remove(id)
+	if s.cache != nil && id != "" {
+		s.cache.RetireThread(SessionThread(id))
+	}
+}
+
 var errSessionNotFound = errors.New("session not found")
 
 // resolver hands mcp-go a session-id manager bound to the request's

@@ -214,3 +214,51 @@ func TestLeaseOutlivesTheWaitOfAnotherCaller(t *testing.T) {
 		t.Error("the leased session was closed")
 	}
 }
+
+// TestRetireThreadClosesTheThreadsSessions: an ended thread's sessions go at
+// once for every user and server, a leased one at its release, a pinned one
+// not at all; other threads' sessions stay.
+func TestRetireThreadClosesTheThreadsSessions(t *testing.T) {
+	t.Parallel()
+	pinned := newPins("carol/mcp-1")
+	p := sessionpool.New[*fakeSession](sessionpool.Options{Pinned: pinned.pinned})
+	defer p.Close()
+	d := &dialer{}
+	gone := []*fakeSession{}
+	for _, k := range []sessionpool.Key{
+		sessionpool.NewKey("s", "alice", "mcp-1", ""),
+		sessionpool.NewKey("t", "alice", "mcp-1", ""),
+		sessionpool.NewKey("s", "bob", "mcp-1", ""),
+	} {
+		s, err := get(p, k, d.dial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, s)
+	}
+	other, _ := get(p, sessionpool.NewKey("s", "alice", "mcp-2", ""), d.dial)
+	task, _ := get(p, sessionpool.NewKey("s", "carol", "mcp-1", ""), d.dial)
+	busy, release, err := p.Get(context.Background(), sessionpool.NewKey("s", "dave", "mcp-1", ""), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p.RetireThread("mcp-1")
+	if n := p.Len(); n != 3 {
+		t.Errorf("%d sessions after RetireThread, want 3 (other thread, pinned, leased)", n)
+	}
+	for _, s := range gone {
+		waitFor(t, s.closed.Load)
+	}
+	release()
+	waitFor(t, busy.closed.Load)
+	if n := p.Len(); n != 2 {
+		t.Errorf("%d sessions after the lease ended, want 2", n)
+	}
+	if other.closed.Load() || task.closed.Load() {
+		t.Errorf("closed another thread's session (%v) or a pinned one (%v)", other.closed.Load(), task.closed.Load())
+	}
+	if s, _ := get(p, sessionpool.NewKey("s", "carol", "mcp-1", ""), d.dial); s != task {
+		t.Error("the pinned session was replaced")
+	}
+}

@@ -102,6 +102,9 @@ type entry[S Session] struct {
 	release  chan struct{} // closed to tell the owner to close the session
 	lastUsed time.Time
 	leases   int // callers holding the session (waiting for it or calling)
+	// retired is set by RetireThread on a session that was leased: the
+	// last release closes it (unless pinned by then).
+	retired bool
 }
 
 // New returns a pool.
@@ -174,7 +177,11 @@ func (p *Pool[S]) lease(ctx context.Context, e *entry[S]) (S, func(), error) {
 			p.mu.Lock()
 			e.leases--
 			e.lastUsed = time.Now()
+			retire := e.retired && e.leases == 0
 			p.mu.Unlock()
+			if retire {
+				p.retire(e)
+			}
 		})
 	}
 	select {
@@ -315,6 +322,45 @@ func (p *Pool[S]) removeLocked(e *entry[S]) {
 	p.lru.Remove(e.elem)
 	if p.users[e.key.User]--; p.users[e.key.User] <= 0 {
 		delete(p.users, e.key.User)
+	}
+}
+
+// RetireThread closes the sessions of thread, for every user and server,
+// once they are not leased, except those the Pinned hook holds: the thread
+// is over (an MCP session that ended named it), so its processes would only
+// idle until the timeout. A leased session is closed at its last release.
+func (p *Pool[S]) RetireThread(thread string) {
+	p.mu.Lock()
+	var idle []*entry[S]
+	for k, e := range p.entries {
+		if k.Thread != thread {
+			continue
+		}
+		if e.leases > 0 {
+			e.retired = true
+		} else {
+			idle = append(idle, e)
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range idle {
+		p.retire(e)
+	}
+}
+
+// retire closes e unless it is pinned, gone, or leased again meanwhile.
+func (p *Pool[S]) retire(e *entry[S]) {
+	if p.isPinned(e) {
+		return
+	}
+	p.mu.Lock()
+	ok := p.entries[e.key] == e && e.leases == 0
+	if ok {
+		p.removeLocked(e)
+	}
+	p.mu.Unlock()
+	if ok {
+		close(e.release)
 	}
 }
 

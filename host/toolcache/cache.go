@@ -243,6 +243,10 @@ func (c *Cache) Rebuild() {
 	}
 }
 
+// RetireThread closes thread's stdio sessions that no durable task pins
+// (see sessionpool.Pool.RetireThread): the thread has ended.
+func (c *Cache) RetireThread(thread string) { c.pool.RetireThread(thread) }
+
 // Close retires everything; later reads fail with ErrClosed.
 func (c *Cache) Close() {
 	c.mu.Lock()

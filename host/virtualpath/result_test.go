@@ -122,6 +122,13 @@ func TestRewriteResult(t *testing.T) {
 			in:    `{"content":[{"type":"text","text":"Error: ENOENT: no such file or directory, open '{WS}/missing.txt'"}],"isError":true}`,
 			want:  `{"content":[{"type":"text","text":"Error: ENOENT: no such file or directory, open '{V}/missing.txt'"}],"isError":true}`,
 		},
+		{
+			name:  "path spelled with JSON escapes only",
+			files: []string{"a.txt"},
+			in:    `{"content":[{"type":"text","text":"{WSU}\u002fa.txt"}]}`,
+			want:  `{"content":[{"type":"text","text":"{V}/a.txt"}]}`,
+		},
+		{name: "no slash, no changed files", in: `{"content":[{"type":"text","text":"Echo: benchmark"}]}`},
 		{name: "empty object", in: `{}`},
 		{name: "null result", files: []string{"new.csv"}, changed: []string{"{WS}/new.csv"}, in: `null`},
 		{name: "array result", files: []string{"new.csv"}, changed: []string{"{WS}/new.csv"}, in: `[1,2]`},
@@ -136,7 +143,7 @@ func TestRewriteResult(t *testing.T) {
 				write(t, filepath.Join(e.ws, filepath.FromSlash(f)), "x")
 			}
 			write(t, filepath.Join(e.outside, "elsewhere.txt"), "x")
-			r := strings.NewReplacer("{WS}", e.ws, "{OUT}", e.outside, "{V}", virtualpath.Prefix+"/workspace")
+			r := strings.NewReplacer("{WSU}", strings.ReplaceAll(e.ws, "/", `\u002f`), "{WS}", e.ws, "{OUT}", e.outside, "{V}", virtualpath.Prefix+"/workspace")
 			var changed []string
 			for _, c := range tc.changed {
 				changed = append(changed, r.Replace(c))

@@ -48,39 +48,73 @@ type Stamp struct {
 
 // Snapshot records the regular files under dir (excluded folders skipped).
 // It returns nil when dir holds more than maxFiles files and folders.
+//
+// It is on every stdio call's path (twice), so it reads each folder once,
+// unsorted, and stats only regular files: a folder costs an open, its
+// getdents and a close, a file one lstat.
 func Snapshot(dir string) map[string]Stamp {
 	out := map[string]Stamp{}
-	dirs := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return out
+	}
+	if !info.IsDir() {
+		if info.Mode().IsRegular() {
+			out[dir] = stampOf(info)
 		}
-		if d.IsDir() {
-			if p != dir && excluded[d.Name()] {
-				return filepath.SkipDir
-			}
-			if dirs++; dirs+len(out) > maxFiles {
-				return filepath.SkipAll
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		out[p] = Stamp{ModTime: info.ModTime().UnixNano(), Size: info.Size()}
-		if dirs+len(out) > maxFiles {
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	if err != nil || dirs+len(out) > maxFiles {
+		return out
+	}
+	w := walker{out: out}
+	if !w.walk(dir) {
 		return nil
 	}
 	return out
+}
+
+// walker is one Snapshot's traversal state.
+type walker struct {
+	out  map[string]Stamp
+	dirs int
+}
+
+// walk records dir's regular files and descends into its folders, skipping
+// unreadable entries; it reports false once the bound is passed.
+func (w *walker) walk(dir string) bool {
+	if w.dirs++; w.dirs+len(w.out) > maxFiles {
+		return false
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return true
+	}
+	entries, _ := f.ReadDir(-1) // what was read before an error is kept
+	f.Close()
+	for _, d := range entries {
+		p := filepath.Join(dir, d.Name())
+		switch {
+		case d.IsDir():
+			if excluded[d.Name()] {
+				continue
+			}
+			if !w.walk(p) {
+				return false
+			}
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				continue
+			}
+			w.out[p] = stampOf(info)
+			if w.dirs+len(w.out) > maxFiles {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func stampOf(info fs.FileInfo) Stamp {
+	return Stamp{ModTime: info.ModTime().UnixNano(), Size: info.Size()}
 }
 
 // Changed lists the files under dir created or modified since before
@@ -101,12 +135,15 @@ func Changed(dir string, before map[string]Stamp) []string {
 
 // Translator rewrites references for one thread.
 type Translator struct {
-	root  string // resolved user-data root
+	root  string // resolved user-data root (see resolveRoots)
 	given string // the root as given (may be a symlink's spelling)
 	cwd   string // the server's working directory, for relative paths
-	rcwd  string // cwd with symlinks resolved
-	names map[string]string
-	memo  map[string]string
+	rcwd  string // cwd with symlinks resolved (see resolveRoots)
+	// resolved is set once root and rcwd are: they are resolved on the
+	// first reference, so a result naming no path costs no lookups.
+	resolved bool
+	names    map[string]string
+	memo     map[string]string
 	// named collects the virtual paths written into a result; with
 	// onlyNamed set (a call that overlapped another in its workspace) the
 	// result lists only the changed files it names.
@@ -119,14 +156,6 @@ type Translator struct {
 // are rewritten too when unambiguous.
 func NewTranslator(root, cwd string, changed []string) *Translator {
 	t := &Translator{given: filepath.Clean(root), cwd: cwd, memo: map[string]string{}, named: map[string]bool{}}
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		t.root = r
-	} else {
-		t.root = filepath.Clean(root)
-	}
-	if cwd != "" {
-		t.rcwd = resolve(cwd)
-	}
 	candidates := map[string]map[string]bool{}
 	for _, p := range changed {
 		v, ok := t.Ref(p)
@@ -161,6 +190,7 @@ func (t *Translator) Ref(ref string) (string, bool) {
 	if ref == "" || len(ref) > 4096 || strings.IndexByte(ref, 0) >= 0 {
 		return "", false
 	}
+	t.resolveRoots()
 	p := ref
 	if strings.HasPrefix(ref, "file://") {
 		u, err := url.Parse(ref)
@@ -203,6 +233,24 @@ func (t *Translator) Ref(ref string) (string, bool) {
 		return Prefix, true
 	}
 	return Prefix + "/" + filepath.ToSlash(rel), true
+}
+
+// resolveRoots resolves the root and the working directory once, on the
+// first reference: symlink lookups are most of a call's translation cost
+// when its result names no path at all.
+func (t *Translator) resolveRoots() {
+	if t.resolved {
+		return
+	}
+	t.resolved = true
+	if r, err := filepath.EvalSymlinks(t.given); err == nil {
+		t.root = r
+	} else {
+		t.root = t.given
+	}
+	if t.cwd != "" {
+		t.rcwd = resolve(t.cwd)
+	}
 }
 
 // resolve follows the symlinks of p. A path that does not exist resolves
@@ -418,13 +466,21 @@ func followsName(after string) bool {
 // any other. Changed files are listed in _meta. Items it does not change
 // keep their bytes.
 func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.RawMessage {
+	// Bare names come only from changed files: a result with neither those
+	// nor a possible path has nothing to translate and is not decoded.
+	if len(changed) == 0 && !maySpellPath(raw) {
+		return raw
+	}
 	var res map[string]json.RawMessage
 	if json.Unmarshal(raw, &res) != nil || res == nil {
 		return raw
 	}
 	touched := false
 	var content []json.RawMessage
-	if json.Unmarshal(res["content"], &content) == nil {
+	// Only content (paths and bare names) and structuredContent (paths) are
+	// translated; the same test spares decoding them (a _meta key such as
+	// io.modelcontextprotocol/serverInfo holds a '/' of its own).
+	if (len(changed) > 0 || maySpellPath(res["content"])) && json.Unmarshal(res["content"], &content) == nil {
 		for i, item := range content {
 			if out, ok := rewriteItem(item, t); ok {
 				content[i] = out
@@ -435,7 +491,7 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 			res["content"], _ = json.Marshal(content)
 		}
 	}
-	if sc, ok := res["structuredContent"]; ok {
+	if sc, ok := res["structuredContent"]; ok && maySpellPath(sc) {
 		if v, err := decodeExact(sc); err == nil {
 			if out, changed := rewriteValue(v, t); changed {
 				if b, err := json.Marshal(out); err == nil {
@@ -469,6 +525,10 @@ func RewriteResult(raw json.RawMessage, t *Translator, changed []string) json.Ra
 	}
 	return out
 }
+
+// maySpellPath reports whether JSON text could hold a path token: every one
+// has a '/', spelled '/', "\/" or as a "\u" escape.
+func maySpellPath(raw []byte) bool { return bytes.ContainsAny(raw, `/\`) }
 
 // decodeExact decodes one JSON value keeping numbers as json.Number, so
 // fields it does not rewrite keep their exact values.
