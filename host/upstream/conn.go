@@ -188,7 +188,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		limit = DefaultMaxResultBytes
 	}
 	c.results = newResultCap(limit, log, c.exited)
-	c.relays = newRelays(srv.Type != config.TransportStdio, c.results.count, opts.RelayTimeout, opts.OnNotification)
+	c.relays = newRelays(srv.Type != config.TransportStdio, opts.RelayTimeout, opts.OnNotification, log)
 
 	inner, err := c.newTransport()
 	if err != nil {
