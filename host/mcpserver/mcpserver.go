@@ -76,6 +76,7 @@ const (
 	DefaultWatchInterval           = 2 * time.Second
 	DefaultMaxEventsPerSession     = 1024
 	DefaultMaxSessionsPerPrincipal = 64
+	DefaultMaxRoundsPerPrincipal   = 16
 )
 
 // Options configure a Server.
@@ -91,8 +92,15 @@ type Options struct {
 	// Version is the serverInfo version.
 	Version string
 	// AcquireCall takes one of user's tool-call slots, or reports false at
-	// the cap (nil: no cap). The gateway passes its per-principal limit.
+	// the cap (nil: no cap). The gateway passes its per-principal limit. A
+	// slot is held until the upstream call ends: a 2026-07-28 call holds it
+	// across its rounds, its retries take none.
 	AcquireCall func(user string) (release func(), ok bool)
+	// MaxRoundsPerPrincipal caps the 2026-07-28 calls one caller holds
+	// suspended, waiting for its answer to an input request; the call that
+	// would pass it is ended with an error result (0:
+	// DefaultMaxRoundsPerPrincipal). The gateway passes its call cap.
+	MaxRoundsPerPrincipal int
 	// SessionIdleTTL ends a session idle this long (0: DefaultSessionIdleTTL).
 	SessionIdleTTL time.Duration
 	// WatchInterval is how often the tool set is checked for a rebuild, so
@@ -165,6 +173,10 @@ func New(opts Options) *Server {
 	s := &Server{cache: opts.Cache, tasks: opts.Tasks, log: log, acquire: opts.AcquireCall, owners: newOwners(), agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
+	}
+	s.rounds.max = opts.MaxRoundsPerPrincipal
+	if s.rounds.max <= 0 {
+		s.rounds.max = DefaultMaxRoundsPerPrincipal
 	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
 	if opts.SpecTasks != nil {
@@ -343,15 +355,17 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if tool.TaskToolset != nil {
 		return fromResult(s.tasks.Submit(ctx, tool, call))
 	}
-	if s.acquire != nil {
-		release, ok := s.acquire(call.UserID)
-		if !ok {
+	// The slot is released when the upstream call ends (see relayed); a
+	// retry of a suspended call runs none of its own.
+	release := func() {}
+	if s.acquire != nil && !isRetry(ctx, req) {
+		var ok bool
+		if release, ok = s.acquire(call.UserID); !ok {
 			return mcp.NewToolResultError("too many concurrent tool calls: this caller is at http.per_principal.max_concurrent_calls"), nil
 		}
-		defer release()
 	}
 	meta := upstreamMeta(ctx, req.Params.Meta)
-	raw, asked, err := s.relayed(ctx, req, func(ctx context.Context) (json.RawMessage, error) {
+	raw, asked, err := s.relayed(ctx, req, release, func(ctx context.Context) (json.RawMessage, error) {
 		return invoke(ctx, snap, name, call, meta)
 	})
 	if asked != nil {
