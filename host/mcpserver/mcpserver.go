@@ -108,7 +108,8 @@ type Options struct {
 	// listening (0: DefaultWatchInterval; negative: only on list and call).
 	WatchInterval time.Duration
 	// MaxEventsPerSession bounds a session's resumable events
-	// (0: DefaultMaxEventsPerSession).
+	// (0: DefaultMaxEventsPerSession); their bytes are bounded too, per
+	// session and in all (see eventStore).
 	MaxEventsPerSession int
 	// MaxSessionsPerPrincipal caps the streamable-HTTP sessions one caller
 	// holds at once; one more initialize is 429 (0:
@@ -139,6 +140,8 @@ type Server struct {
 	// waiting for their client's input (see relay.go).
 	listeners listeners
 	rounds    rounds
+	// events are the streamable-HTTP streams' events, kept for resumption.
+	events *eventStore
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -174,6 +177,7 @@ func New(opts Options) *Server {
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
+	s.events = newEventStore(storeLimits{events: maxEvents, sessionBytes: maxSessionEventBytes, totalBytes: maxEventStoreBytes, eventBytes: maxStoredEventBytes})
 	s.rounds.max = opts.MaxRoundsPerPrincipal
 	if s.rounds.max <= 0 {
 		s.rounds.max = DefaultMaxRoundsPerPrincipal
@@ -209,7 +213,7 @@ func New(opts Options) *Server {
 		server.WithDisableLocalhostProtection(true),
 		server.WithSessionIdManagerResolver(resolver{s.owners}),
 		server.WithHTTPContextFunc(withCaller),
-		server.WithEventStore(newEventStore(maxEvents)),
+		server.WithEventStore(s.events),
 		server.WithSessionIdleTTL(ttl),
 		server.WithStreamableHTTPLogger(log),
 	)
