@@ -108,7 +108,7 @@ func New(opts Options) *Server {
 	if opts.Tasks != nil {
 		specTasks = spectask.New(opts.Tasks, log)
 	}
-	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, SpecTasks: specTasks, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire})
+	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, SpecTasks: specTasks, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire, MaxRoundsPerPrincipal: s.http.MaxCallsPerPrincipal})
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.

@@ -11,30 +11,65 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// eventStore is an in-memory mcp-go EventStore bounded per session: it
-// replays a session's last max events across all of its streams (holding at
-// most twice that many), so a client that reconnects with Last-Event-ID is
-// redelivered what it missed, and a client that never reads cannot grow the
-// host's memory without limit. mcp-go's own InMemoryEventStore keeps every
-// event until the session ends. Resuming from an event already dropped
-// answers server.ErrUnknownEventID (the client opens a fresh stream). Events
-// live in process memory: a host restart forgets them, as it forgets the
-// sessions.
+// eventStore is an in-memory mcp-go EventStore bounded per session and in
+// all, so a client that reconnects with Last-Event-ID is redelivered what
+// it missed, and clients that never read cannot grow the host's memory
+// without limit (mcp-go's own InMemoryEventStore keeps every event until
+// the session ends). It keeps:
+//
+//   - a session's last limits.events events across all of its streams,
+//     within limits.sessionBytes of messages;
+//   - limits.totalBytes of messages over all sessions, the oldest events
+//     (whichever session's) dropped first;
+//   - no message larger than limits.eventBytes: such an event keeps only
+//     its id and stream.
+//
+// What a resuming client loses is what was dropped: resuming from an
+// event no longer held answers server.ErrUnknownEventID (the client opens
+// a fresh stream and misses everything before it); resuming from an
+// earlier one, or from an event whose message was too large to keep,
+// replays the later events that are held and skips the rest, so a result
+// too large to keep, or already dropped, never reaches a client that was
+// not connected when it was sent (its request then has no answer and the
+// client must call again). Events live in process memory: a host restart
+// forgets them, as it forgets the sessions.
 type eventStore struct {
+	limits storeLimits
+
 	mu       sync.Mutex
-	max      int
 	seq      int64
-	sessions map[string][]storedEvent
+	bytes    int64 // of messages held, over all sessions
+	sessions map[string]*sessionEvents
+}
+
+// storeLimits bound an eventStore.
+type storeLimits struct {
+	events       int   // per session
+	sessionBytes int64 // of messages, per session
+	totalBytes   int64 // of messages, over all sessions
+	eventBytes   int64 // the largest message kept
+}
+
+// The byte bounds of the door's event store.
+const (
+	maxSessionEventBytes = 4 << 20
+	maxEventStoreBytes   = 64 << 20
+	maxStoredEventBytes  = 1 << 20
+)
+
+type sessionEvents struct {
+	events []storedEvent // in id order
+	bytes  int64         // of their messages
 }
 
 type storedEvent struct {
 	id      int64
 	stream  string
-	message json.RawMessage
+	message json.RawMessage // nil: too large to keep
 }
 
-func newEventStore(max int) *eventStore {
-	return &eventStore{max: max, sessions: map[string][]storedEvent{}}
+func newEventStore(l storeLimits) *eventStore {
+	return &eventStore{limits: l, sessions: map[string]*sessionEvents{}}
 }
 
 var _ server.EventStore = (*eventStore)(nil)
@@ -44,16 +79,49 @@ func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	evs := append(s.sessions[sessionID], storedEvent{id: s.seq, stream: streamID, message: append(json.RawMessage(nil), message...)})
-	// Trimmed to the last max only once twice that many are held, so a
-	// full session's event costs a copy of max events every max events,
-	// not on every one (which was most of a /mcp call's allocation).
-	// Replay never looks past the last max.
-	if len(evs) >= 2*s.max {
-		evs = append(evs[:0:0], evs[len(evs)-s.max:]...)
+	e := storedEvent{id: s.seq, stream: streamID}
+	if int64(len(message)) <= s.limits.eventBytes {
+		e.message = append(json.RawMessage(nil), message...)
 	}
-	s.sessions[sessionID] = evs
-	return strconv.FormatInt(s.seq, 10), nil
+	se := s.sessions[sessionID]
+	if se == nil {
+		se = &sessionEvents{}
+		s.sessions[sessionID] = se
+	}
+	se.events = append(se.events, e)
+	se.bytes += int64(len(e.message))
+	s.bytes += int64(len(e.message))
+	for len(se.events) > s.limits.events || se.bytes > s.limits.sessionBytes {
+		s.dropOldest(se)
+	}
+	for s.bytes > s.limits.totalBytes {
+		s.dropOldest(s.oldest())
+	}
+	return strconv.FormatInt(e.id, 10), nil
+}
+
+// dropOldest forgets the oldest event of se.
+func (s *eventStore) dropOldest(se *sessionEvents) {
+	n := int64(len(se.events[0].message))
+	se.bytes -= n
+	s.bytes -= n
+	se.events[0] = storedEvent{}
+	se.events = se.events[1:]
+	if len(se.events) == 0 {
+		se.events = nil // let the backing array go
+	}
+}
+
+// oldest is the session holding the oldest event: each session's first
+// is its oldest, and ids rise across sessions.
+func (s *eventStore) oldest() *sessionEvents {
+	var best *sessionEvents
+	for _, se := range s.sessions {
+		if len(se.events) > 0 && (best == nil || se.events[0].id < best.events[0].id) {
+			best = se
+		}
+	}
+	return best
 }
 
 // ReplayEventsAfter sends the events after lastEventID on its stream.
@@ -63,9 +131,9 @@ func (s *eventStore) ReplayEventsAfter(ctx context.Context, sessionID, lastEvent
 		return "", fmt.Errorf("%w: %q", server.ErrUnknownEventID, lastEventID)
 	}
 	s.mu.Lock()
-	evs := s.sessions[sessionID]
-	if len(evs) > s.max {
-		evs = evs[len(evs)-s.max:]
+	var evs []storedEvent
+	if se := s.sessions[sessionID]; se != nil {
+		evs = se.events
 	}
 	i := sort.Search(len(evs), func(i int) bool { return evs[i].id >= id })
 	if i == len(evs) || evs[i].id != id {
@@ -75,7 +143,7 @@ func (s *eventStore) ReplayEventsAfter(ctx context.Context, sessionID, lastEvent
 	stream := evs[i].stream
 	var later []storedEvent
 	for _, e := range evs[i+1:] {
-		if e.stream == stream {
+		if e.stream == stream && e.message != nil {
 			later = append(later, e)
 		}
 	}
@@ -92,6 +160,20 @@ func (s *eventStore) ReplayEventsAfter(ctx context.Context, sessionID, lastEvent
 func (s *eventStore) PurgeSession(_ context.Context, sessionID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.sessions, sessionID)
+	if se := s.sessions[sessionID]; se != nil {
+		s.bytes -= se.bytes
+		delete(s.sessions, sessionID)
+	}
 	return nil
+}
+
+// held is the number of events and bytes of messages held for sessionID,
+// and the bytes held in all.
+func (s *eventStore) held(sessionID string) (events int, bytes, total int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se := s.sessions[sessionID]; se != nil {
+		events, bytes = len(se.events), se.bytes
+	}
+	return events, bytes, s.bytes
 }

@@ -76,6 +76,7 @@ const (
 	DefaultWatchInterval           = 2 * time.Second
 	DefaultMaxEventsPerSession     = 1024
 	DefaultMaxSessionsPerPrincipal = 64
+	DefaultMaxRoundsPerPrincipal   = 16
 )
 
 // Options configure a Server.
@@ -91,8 +92,15 @@ type Options struct {
 	// Version is the serverInfo version.
 	Version string
 	// AcquireCall takes one of user's tool-call slots, or reports false at
-	// the cap (nil: no cap). The gateway passes its per-principal limit.
+	// the cap (nil: no cap). The gateway passes its per-principal limit. A
+	// slot is held until the upstream call ends: a 2026-07-28 call holds it
+	// across its rounds, its retries take none.
 	AcquireCall func(user string) (release func(), ok bool)
+	// MaxRoundsPerPrincipal caps the 2026-07-28 calls one caller holds
+	// suspended, waiting for its answer to an input request; the call that
+	// would pass it is ended with an error result (0:
+	// DefaultMaxRoundsPerPrincipal). The gateway passes its call cap.
+	MaxRoundsPerPrincipal int
 	// SessionIdleTTL ends a session idle this long (0: DefaultSessionIdleTTL).
 	SessionIdleTTL time.Duration
 	// WatchInterval is how often the tool set is checked for a rebuild, so
@@ -100,7 +108,8 @@ type Options struct {
 	// listening (0: DefaultWatchInterval; negative: only on list and call).
 	WatchInterval time.Duration
 	// MaxEventsPerSession bounds a session's resumable events
-	// (0: DefaultMaxEventsPerSession).
+	// (0: DefaultMaxEventsPerSession); their bytes are bounded too, per
+	// session and in all (see eventStore).
 	MaxEventsPerSession int
 	// MaxSessionsPerPrincipal caps the streamable-HTTP sessions one caller
 	// holds at once; one more initialize is 429 (0:
@@ -131,6 +140,8 @@ type Server struct {
 	// waiting for their client's input (see relay.go).
 	listeners listeners
 	rounds    rounds
+	// events are the streamable-HTTP streams' events, kept for resumption.
+	events *eventStore
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -166,6 +177,11 @@ func New(opts Options) *Server {
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
+	s.events = newEventStore(storeLimits{events: maxEvents, sessionBytes: maxSessionEventBytes, totalBytes: maxEventStoreBytes, eventBytes: maxStoredEventBytes})
+	s.rounds.max = opts.MaxRoundsPerPrincipal
+	if s.rounds.max <= 0 {
+		s.rounds.max = DefaultMaxRoundsPerPrincipal
+	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
 	if opts.SpecTasks != nil {
 		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
@@ -197,7 +213,7 @@ func New(opts Options) *Server {
 		server.WithDisableLocalhostProtection(true),
 		server.WithSessionIdManagerResolver(resolver{s.owners}),
 		server.WithHTTPContextFunc(withCaller),
-		server.WithEventStore(newEventStore(maxEvents)),
+		server.WithEventStore(s.events),
 		server.WithSessionIdleTTL(ttl),
 		server.WithStreamableHTTPLogger(log),
 	)
@@ -343,15 +359,17 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if tool.TaskToolset != nil {
 		return fromResult(s.tasks.Submit(ctx, tool, call))
 	}
-	if s.acquire != nil {
-		release, ok := s.acquire(call.UserID)
-		if !ok {
+	// The slot is released when the upstream call ends (see relayed); a
+	// retry of a suspended call runs none of its own.
+	release := func() {}
+	if s.acquire != nil && !isRetry(ctx, req) {
+		var ok bool
+		if release, ok = s.acquire(call.UserID); !ok {
 			return mcp.NewToolResultError("too many concurrent tool calls: this caller is at http.per_principal.max_concurrent_calls"), nil
 		}
-		defer release()
 	}
 	meta := upstreamMeta(ctx, req.Params.Meta)
-	raw, asked, err := s.relayed(ctx, req, func(ctx context.Context) (json.RawMessage, error) {
+	raw, asked, err := s.relayed(ctx, req, release, func(ctx context.Context) (json.RawMessage, error) {
 		return invoke(ctx, snap, name, call, meta)
 	})
 	if asked != nil {

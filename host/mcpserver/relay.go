@@ -376,19 +376,33 @@ type suspended struct {
 	expiry    *time.Timer // ends a call whose client never retries
 }
 
-// rounds holds the suspended calls by requestState.
+// rounds holds the suspended calls by requestState, at most max per
+// caller: each holds an upstream call and its slot for up to roundExpiry.
 type rounds struct {
+	max   int
 	mu    sync.Mutex
 	calls map[string]*suspended
+	held  map[any]int // suspended calls by owner
 }
 
-func (r *rounds) put(state string, c *suspended) {
+// errTooManyRounds is the error result of a call that would pass the cap.
+func (r *rounds) errTooManyRounds() *mcp.CallToolResult {
+	return mcp.NewToolResultError(fmt.Sprintf("too many calls waiting for input: this caller already has %d (answer or abandon one, or let it expire)", r.max))
+}
+
+// put suspends c under state, or reports false when its owner is at the cap.
+func (r *rounds) put(state string, c *suspended) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.calls == nil {
-		r.calls = map[string]*suspended{}
+		r.calls, r.held = map[string]*suspended{}, map[any]int{}
 	}
+	if r.held[c.owner] >= r.max {
+		return false
+	}
+	r.held[c.owner]++
 	r.calls[state] = c
+	return true
 }
 
 // take removes and returns the call suspended under state if owner made
@@ -401,7 +415,16 @@ func (r *rounds) take(state string, owner any, tool string) *suspended {
 		return nil
 	}
 	delete(r.calls, state)
+	if r.held[c.owner]--; r.held[c.owner] <= 0 {
+		delete(r.held, c.owner)
+	}
 	return c
+}
+
+// isRetry reports whether req is a 2026-07-28 retry carrying a state the
+// door minted: it resumes a suspended call rather than making one.
+func isRetry(ctx context.Context, req mcp.CallToolRequest) bool {
+	return server.IsModernRequest(ctx) && strings.HasPrefix(req.Params.RequestState, statePrefix)
 }
 
 // roundRelay is the relay of a suspended call: notifications go to the
@@ -459,16 +482,20 @@ func (r *roundRelay) Request(ctx context.Context, method string, params json.Raw
 
 // relayed runs a tools/call's upstream part with a relay to its client:
 // on a 2026-07-28 request in rounds (asked is then the result asking the
-// client for input, when there is one), otherwise at once.
-func (s *Server) relayed(ctx context.Context, req mcp.CallToolRequest, run func(context.Context) (json.RawMessage, error)) (raw json.RawMessage, asked *mcp.CallToolResult, err error) {
+// client for input, when there is one), otherwise at once. release frees
+// the call's slot: it runs when the upstream call ends, which for a
+// suspended call may be long after this round answered (a retry has no
+// slot of its own, and its release is never run).
+func (s *Server) relayed(ctx context.Context, req mcp.CallToolRequest, release func(), run func(context.Context) (json.RawMessage, error)) (raw json.RawMessage, asked *mcp.CallToolResult, err error) {
 	if !server.IsModernRequest(ctx) {
+		defer release()
 		raw, err = run(s.withRelay(ctx))
 		return raw, nil, err
 	}
 	owner := ctx.Value(callerKey{}).(caller).p
 	var c *suspended
-	if state := req.Params.RequestState; strings.HasPrefix(state, statePrefix) {
-		c = s.rounds.take(state, owner, req.Params.Name)
+	if isRetry(ctx, req) {
+		c = s.rounds.take(req.Params.RequestState, owner, req.Params.Name)
 		if c == nil {
 			return nil, mcp.NewToolResultError("unknown or expired requestState: call the tool again"), nil
 		}
@@ -488,8 +515,14 @@ func (s *Server) relayed(ctx context.Context, req mcp.CallToolRequest, run func(
 		callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		c = &suspended{owner: owner, tool: req.Params.Name, questions: questions, done: make(chan outcome, 1), cancel: cancel, relay: relay}
 		go func() {
-			raw, err := run(upstream.WithRelay(callCtx, relay))
-			c.done <- outcome{raw, err}
+			// The slot is free before the outcome is handed over, so the
+			// caller's next call after the result finds it free.
+			o := func() outcome {
+				defer release()
+				raw, err := run(upstream.WithRelay(callCtx, relay))
+				return outcome{raw, err}
+			}()
+			c.done <- o
 		}()
 	}
 	select {
@@ -530,11 +563,15 @@ func (s *Server) ask(c *suspended, q question) (*mcp.CallToolResult, bool) {
 	}
 	res := b.ToolResult()
 	c.asked = &q
+	// An expired round cancels its upstream call, which frees its slot.
 	c.expiry = time.AfterFunc(roundExpiry, func() {
 		if s.rounds.take(res.RequestState, nil, "") != nil {
 			c.cancel()
 		}
 	})
-	s.rounds.put(res.RequestState, c)
+	if !s.rounds.put(res.RequestState, c) {
+		c.expiry.Stop()
+		return s.rounds.errTooManyRounds(), false
+	}
 	return res, true
 }

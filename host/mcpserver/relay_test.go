@@ -358,11 +358,20 @@ func TestLegacySSERelaysNotificationsOnly(t *testing.T) {
 // modernCall posts one 2026-07-28 tools/call as key and returns the body.
 func (h *relayHost) modernCall(t *testing.T, key, tool, extra string) string {
 	t.Helper()
+	return modernPost(t, h.url, map[string]string{"Authorization": "Bearer " + key}, tool, extra)
+}
+
+// modernPost posts one 2026-07-28 tools/call, with extra params and the
+// caller's headers, to base's /mcp and returns the body.
+func modernPost(t *testing.T, base string, headers map[string]string, tool, extra string) string {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + extra + `
 		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},
 		"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
-	req, _ := http.NewRequest(http.MethodPost, h.url+"/mcp", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)

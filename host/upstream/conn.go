@@ -188,7 +188,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		limit = DefaultMaxResultBytes
 	}
 	c.results = newResultCap(limit, log, c.exited)
-	c.relays = newRelays(srv.Type != config.TransportStdio, c.results.count, opts.RelayTimeout, opts.OnNotification)
+	c.relays = newRelays(srv.Type != config.TransportStdio, opts.RelayTimeout, opts.OnNotification, log)
 
 	inner, err := c.newTransport()
 	if err != nil {
@@ -276,7 +276,29 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 
 // httpClient reads every response through the result cap.
 func (c *Conn) httpClient() *http.Client {
-	return &http.Client{Transport: &capRoundTripper{base: http.DefaultTransport, cap: c.results}}
+	return &http.Client{Transport: &sessionEndHeaders{base: &capRoundTripper{base: http.DefaultTransport, cap: c.results}, headers: c.headerFunc}}
+}
+
+// sessionEndHeaders sets the connection's headers on the DELETE that ends
+// a streamable HTTP session: mcp-go's client sends it from Close without
+// the headers it was given, so an upstream that needs them (a key) would
+// refuse it and keep the session until its own idle timeout. Other
+// requests carry them already.
+type sessionEndHeaders struct {
+	base    http.RoundTripper
+	headers func(context.Context) map[string]string
+}
+
+func (t *sessionEndHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodDelete {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers(req.Context()) {
+			if req.Header.Get(k) == "" {
+				req.Header.Set(k, v)
+			}
+		}
+	}
+	return t.base.RoundTrip(req)
 }
 
 // startStdio starts the child and hands mcp-go its pipes, its stdout read

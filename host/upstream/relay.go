@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -27,10 +28,14 @@ import (
 //     transport says so (streamable HTTP hands the request the POST's
 //     context, and a call without a relay gets an error); otherwise, on
 //     stdio, whose session belongs to one user and thread, to the most
-//     recent call in flight; on a connection shared by users (HTTP, SSE),
-//     to the one call in flight if it is the only request in flight, and
-//     never to a guess: else the upstream gets an error;
-//   - notifications/message like a server request without a context.
+//     recent call in flight; on a connection shared by users (HTTP, SSE)
+//     never to a guess: the upstream gets an error. (Even "the only call
+//     in flight" is a guess there: the request may be about a call that
+//     already ended, its user's, while the one in flight is another's.)
+//   - notifications/message like a server request without a context: on
+//     stdio to the most recent call; on a shared connection, where nothing
+//     ties a log message to a call, to nobody (the host logs its arrival
+//     at debug, without its data).
 
 // DefaultRelayTimeout bounds how long a relayed server request waits for
 // the downstream client's answer when Options.RelayTimeout is zero.
@@ -74,10 +79,10 @@ type relayCall struct {
 
 // relays is a connection's registry of calls in flight with a relay.
 type relays struct {
-	shared   bool       // HTTP or SSE: one connection serves many users
-	requests func() int // requests in flight on the connection, relayed or not
-	timeout  time.Duration
-	onNote   func(method string, params json.RawMessage) // Options.OnNotification
+	shared  bool // HTTP or SSE: one connection serves many users
+	timeout time.Duration
+	onNote  func(method string, params json.RawMessage) // Options.OnNotification
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	seq      uint64
@@ -85,11 +90,11 @@ type relays struct {
 	byToken  map[string]*relayCall // the upstream token (JSON) → call
 }
 
-func newRelays(shared bool, requests func() int, timeout time.Duration, onNote func(string, json.RawMessage)) *relays {
+func newRelays(shared bool, timeout time.Duration, onNote func(string, json.RawMessage), log *slog.Logger) *relays {
 	if timeout <= 0 {
 		timeout = DefaultRelayTimeout
 	}
-	return &relays{shared: shared, requests: requests, timeout: timeout, onNote: onNote, byToken: map[string]*relayCall{}}
+	return &relays{shared: shared, timeout: timeout, onNote: onNote, log: log, byToken: map[string]*relayCall{}}
 }
 
 type relayCallKey struct{}
@@ -132,25 +137,18 @@ func (rs *relays) begin(ctx context.Context, r Relay, params any) (context.Conte
 }
 
 // pick is the call for a message that names none: see the package comment
-// on relays. It is nil when there is none, or no safe one.
+// on relays. It is nil when there is none, or no safe one: always on a
+// connection shared by users.
 func (rs *relays) pick() *relayCall {
+	if rs.shared {
+		return nil // whose call it is about, the message does not say
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	switch n := len(rs.inflight); {
-	case n == 0:
-		return nil
-	case rs.shared && (n > 1 || rs.requests() > 1):
-		return nil // other calls, perhaps other users', are in flight
-	default:
+	if n := len(rs.inflight); n > 0 {
 		return rs.inflight[n-1]
 	}
-}
-
-// count is the number of calls in flight with a relay.
-func (rs *relays) count() int {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return len(rs.inflight)
+	return nil
 }
 
 // notify routes one notification from the upstream.
@@ -182,6 +180,8 @@ func (rs *relays) notify(n mcp.JSONRPCNotification) {
 	default:
 		if call := rs.pick(); call != nil {
 			call.relay.Notify(n.Method, params)
+		} else if rs.shared && rs.log != nil {
+			rs.log.Debug("upstream notification names no call on a connection shared by users: not relayed", "method", n.Method)
 		}
 	}
 }
@@ -222,8 +222,8 @@ func (rs *relays) handler(next transport.RequestHandler) transport.RequestHandle
 			switch {
 			case ofCall:
 				why = "the request that caused it was made without a client to ask"
-			case rs.shared && rs.count() > 0:
-				why = "other requests share this connection and this one names none of them"
+			case rs.shared:
+				why = "this connection is shared by several users' requests and this one names none of them"
 			}
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR,
 				fmt.Sprintf("%v %s: %s", ErrNoRelay, req.Method, why), nil), nil

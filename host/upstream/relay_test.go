@@ -269,11 +269,20 @@ func TestEverythingRelays(t *testing.T) {
 	}
 }
 
-// TestSharedConnectionNeverCrossRoutes makes three calls at once on one
-// streamable HTTP connection whose tool asks its caller a question: each
-// relay gets only its own call's question, and the question of the call
-// made without a relay gets an error, never another call's client.
+// TestSharedConnectionNeverCrossRoutes: on a connection shared by users,
+// what the upstream sends reaches only the call it is tied to. Three calls
+// at once on one streamable HTTP connection whose tool asks its caller a
+// question: each relay gets only its own call's question, and the question
+// of the call made without a relay gets an error, never another call's
+// client. Over legacy SSE, a log message the upstream sends about bob's
+// call after it ended reaches nobody, not alice's call then the only one
+// in flight.
 func TestSharedConnectionNeverCrossRoutes(t *testing.T) {
+	t.Run("concurrent questions over streamable HTTP", testConcurrentQuestions)
+	t.Run("a late log message over SSE", testLateLogOverSSE)
+}
+
+func testConcurrentQuestions(t *testing.T) {
 	s := server.NewMCPServer("ask", "1.0.0", server.WithElicitation())
 	release := make(chan struct{})
 	var arrived sync.WaitGroup
@@ -338,6 +347,66 @@ func TestSharedConnectionNeverCrossRoutes(t *testing.T) {
 	}
 	if !strings.Contains(results["carol"], "the client cannot answer elicitation/create") {
 		t.Errorf("carol's call, made without a relay: %q", results["carol"])
+	}
+}
+
+func testLateLogOverSSE(t *testing.T) {
+	s := server.NewMCPServer("late", "1.0.0", server.WithLogging(), server.WithResourceCapabilities(true, false))
+	slowArrived, slowRelease := make(chan struct{}), make(chan struct{})
+	s.AddTool(mcp.NewTool("slow"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		close(slowArrived)
+		<-slowRelease
+		return mcp.NewToolResultText("slow done"), nil
+	})
+	session := make(chan string, 1)
+	s.AddTool(mcp.NewTool("fire"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		session <- server.ClientSessionFromContext(ctx).SessionID()
+		return mcp.NewToolResultText("fired"), nil
+	})
+	ts := httptest.NewServer(server.NewSSEServer(s))
+	t.Cleanup(ts.Close)
+	updated := make(chan string, 4)
+	logs := &syncBuf{}
+	c := dial(t, &config.Server{Name: "late", Type: config.TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"}, upstream.Options{
+		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnNotification: func(_ string, params json.RawMessage) { updated <- string(params) },
+	})
+	rawRequest(t, c, "logging/setLevel", `{"level":"debug"}`)
+
+	alice, bob := &testRelay{}, &testRelay{}
+	aliceDone := make(chan error, 1)
+	go func() {
+		_, err := callText(upstream.WithRelay(context.Background(), alice), c, "slow", `{}`, nil)
+		aliceDone <- err
+	}()
+	<-slowArrived
+	if _, err := callText(upstream.WithRelay(context.Background(), bob), c, "fire", `{}`, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Bob's call ended; the upstream logs about it, then sends an update
+	// the host hands to OnNotification: the stream is read in order, so
+	// once the update arrived the log message was dealt with.
+	sid := <-session
+	if err := s.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationMessage), map[string]any{"level": "error", "logger": "late", "data": "BOB-PRIVATE-LOG"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": "test://after-the-log"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-updated; !strings.Contains(got, "test://after-the-log") {
+		t.Fatalf("OnNotification got %s", got)
+	}
+	close(slowRelease)
+	if err := <-aliceDone; err != nil {
+		t.Fatal(err)
+	}
+	for who, r := range map[string]*testRelay{"alice": alice, "bob": bob} {
+		if notes, requests := r.seen(); len(notes)+len(requests) != 0 {
+			t.Errorf("%s's relay got %q %q, want nothing", who, notes, requests)
+		}
+	}
+	if l := logs.String(); !strings.Contains(l, "names no call") || strings.Contains(l, "BOB-PRIVATE-LOG") {
+		t.Errorf("host log %q, want the drop noted at debug without the message's data", l)
 	}
 }
 

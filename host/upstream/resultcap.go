@@ -91,13 +91,6 @@ func (r *resultCap) begin(ctx context.Context, id mcp.RequestId) (*capCall, erro
 	return c, nil
 }
 
-// count is the number of requests in flight.
-func (r *resultCap) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.inflight)
-}
-
 func (r *resultCap) finish(c *capCall) {
 	r.mu.Lock()
 	if r.inflight[c.key] == c {
