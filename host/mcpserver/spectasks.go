@@ -320,8 +320,10 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 	if !modern && (!s.spec.legacy(sessionID) || msg.Method == string(mcp.MethodSubscriptionsListen) || msg.Method == methodTasksUpdate) {
 		return false
 	}
+	// A request without params is a request with none (the TS SDK's
+	// listTasks sends none), never mcp-go's: it knows no tasks/*.
 	var p taskParams
-	if json.Unmarshal(msg.Params, &p) != nil {
+	if raw := bytes.TrimSpace(msg.Params); len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, &p) != nil {
 		return false // mcp-go reports the malformed params
 	}
 	rev := spectask.Rev20251125
