@@ -1,13 +1,20 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/host/settings"
 )
@@ -50,4 +57,130 @@ func paramless(t *testing.T, c *client.Client, method string) rpcReply {
 		}{resp.Error.Code, resp.Error.Message}
 	}
 	return reply
+}
+
+// TestDroppedStreamResumesWithTheResult: a 2025-11-25 call whose POST
+// stream drops mid-call (after its progress) is not cancelled: the client
+// resumes with GET and Last-Event-ID and is delivered the call's real
+// result, not a cancellation.
+func TestDroppedStreamResumesWithTheResult(t *testing.T) {
+	h := newRelayHost(t)
+	c, _ := h.relayClient(t, "2025-11-25", false, false)
+	const tag = "resumed"
+	send := func(method, body string, header map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(h.ctx(), method, h.url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(server.HeaderKeySessionID, c.GetSessionId())
+		req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	post := send(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":"call-r","method":"tools/call","params":{"name":"up_wait","arguments":{"tag":%q},"_meta":{"progressToken":%q}}}`, tag, tag),
+		map[string]string{"Content-Type": "application/json"})
+	stop, cancel := context.WithCancel(h.ctx())
+	defer cancel()
+	events := sseEvents(stop, post.Body)
+	var last string
+	for ev := range events {
+		if ev.id != "" {
+			last = ev.id
+		}
+		if strings.Contains(ev.data, string(mcp.MethodNotificationProgress)) {
+			break
+		}
+	}
+	if last == "" {
+		t.Fatal("the POST stream carried no progress event with an id")
+	}
+	cancel()
+	post.Body.Close() // the connection drops mid-call
+	h.ended(t, tag)
+
+	get := send(http.MethodGet, "", map[string]string{"Last-Event-ID": last})
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("resume: %d", get.StatusCode)
+	}
+	h.release(t, tag)
+	for ev := range sseEvents(h.ctx(), get.Body) {
+		var msg struct {
+			ID     string              `json:"id"`
+			Result *mcp.CallToolResult `json:"result"`
+		}
+		if json.Unmarshal([]byte(ev.data), &msg) != nil || msg.ID != "call-r" {
+			continue
+		}
+		if msg.Result == nil || msg.Result.IsError || len(msg.Result.Content) != 1 || msg.Result.Content[0].(mcp.TextContent).Text != "released "+tag {
+			t.Fatalf("resumed result: %s", ev.data)
+		}
+		h.recorded(t, "released "+tag)
+		return
+	}
+	t.Fatal("the resumed stream ended without the call's result")
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct{ id, data string }
+
+// sseEvents reads r's events until it ends or ctx does.
+func sseEvents(ctx context.Context, r io.Reader) <-chan sseEvent {
+	out := make(chan sseEvent)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.data != "" {
+					select {
+					case out <- ev:
+					case <-ctx.Done():
+						return
+					}
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "id:"):
+				ev.id = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+			case strings.HasPrefix(line, "data:"):
+				ev.data += strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+			}
+		}
+	}()
+	return out
+}
+
+// TestSessionEndCancelsItsCalls: a session's call outlives its request,
+// not its session: DELETE /mcp cancels it upstream.
+func TestSessionEndCancelsItsCalls(t *testing.T) {
+	h := newRelayHost(t)
+	c, _ := h.relayClient(t, "2025-11-25", false, false)
+	const tag = "deleted"
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "up_wait", map[string]any{"tag": tag}
+		_, _ = c.CallTool(h.ctx(), req)
+	}()
+	h.recorded(t, "started "+tag)
+	req, _ := http.NewRequestWithContext(h.ctx(), http.MethodDelete, h.url+"/mcp", nil)
+	req.Header.Set(server.HeaderKeySessionID, c.GetSessionId())
+	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	h.recorded(t, "cancelled "+tag)
 }

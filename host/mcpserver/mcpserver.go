@@ -131,6 +131,9 @@ type Server struct {
 	// waiting for their client's input (see relay.go).
 	listeners listeners
 	rounds    rounds
+	// lives are the sessions' lifetimes, in which their requests run
+	// (detach.go).
+	lives *lifetimes
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -167,6 +170,7 @@ func New(opts Options) *Server {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
+	s.lives = newLifetimes(s.watchCtx)
 	if opts.SpecTasks != nil {
 		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
 	}
@@ -174,6 +178,7 @@ func New(opts Options) *Server {
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.owners.remove(cs.SessionID()) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,
@@ -196,7 +201,7 @@ func New(opts Options) *Server {
 	s.streamable = server.NewStreamableHTTPServer(s.mcp,
 		server.WithDisableLocalhostProtection(true),
 		server.WithSessionIdManagerResolver(resolver{s.owners}),
-		server.WithHTTPContextFunc(withCaller),
+		server.WithHTTPContextFunc(s.streamableContext),
 		server.WithEventStore(newEventStore(maxEvents)),
 		server.WithSessionIdleTTL(ttl),
 		server.WithStreamableHTTPLogger(log),
