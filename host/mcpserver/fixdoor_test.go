@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/host/spectask"
 )
 
 // TestTaskMethodsWithoutParams: a tasks/* request that carries no params
@@ -183,4 +184,33 @@ func TestSessionEndCancelsItsCalls(t *testing.T) {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
 	}
 	h.recorded(t, "cancelled "+tag)
+}
+
+// TestTaskStatusNotificationsNameTheirTask: a 2025-11-25
+// notifications/tasks/status carries the related-task _meta naming its task.
+func TestTaskStatusNotificationsNameTheirTask(t *testing.T) {
+	h := newTaskHost(t, "", settings.Key{Key: "ka", User: "alice", Role: settings.RoleAgent})
+	c := h.client("2025-11-25", "ka", transport.WithContinuousListening())
+	got := make(chan mcp.JSONRPCNotification, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/tasks/status" {
+			select {
+			case got <- n:
+			default:
+			}
+		}
+	})
+	id := taskOf(t, rawCall(t, c, "tools/call", map[string]any{"name": submitTool, "arguments": map[string]any{"topic": "q1", "delay_ms": 200}, "task": map[string]any{}}).object(t))["taskId"]
+	select {
+	case n := <-got:
+		if n.Params.AdditionalFields["taskId"] != id {
+			t.Fatalf("status of %v, want %v", n.Params.AdditionalFields["taskId"], id)
+		}
+		related, _ := n.Params.Meta[spectask.RelatedTaskKey].(map[string]any)
+		if related["taskId"] != id {
+			t.Errorf("_meta %v, want %s naming %v", n.Params.Meta, spectask.RelatedTaskKey, id)
+		}
+	case <-h.ctx().Done():
+		t.Fatal("no notifications/tasks/status")
+	}
 }

@@ -134,6 +134,8 @@ type Server struct {
 	// lives are the sessions' lifetimes, in which their requests run
 	// (detach.go).
 	lives *lifetimes
+	// clients are mcp-go's registered sessions (clientsessions.go).
+	clients clientSessions
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -179,6 +181,7 @@ func New(opts Options) *Server {
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.owners.remove(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
+	s.clients.hook(hooks)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,

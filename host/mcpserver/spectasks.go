@@ -252,12 +252,6 @@ func (t *specTasks) watch(ctx context.Context, sessionID, user string, w *taskWa
 	})
 }
 
-// notify sends a notification to one session (mcp-go drops it when the
-// session has no open stream and its queue is full).
-func (s *Server) notify(sessionID, method string, params map[string]any) error {
-	return s.mcp.SendNotificationToSpecificClient(sessionID, method, params)
-}
-
 // extensions are the 2026-07-28 extensions the door declares.
 func (s *Server) extensions() map[string]any {
 	if s.spec == nil {
