@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/antler-mcp/antler/host/mcpserver"
+	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/spectask"
+	"github.com/antler-mcp/antler/host/toolcache"
 )
 
 // TestTaskMethodsWithoutParams: a tasks/* request that carries no params
@@ -212,5 +216,63 @@ func TestTaskStatusNotificationsNameTheirTask(t *testing.T) {
 		}
 	case <-h.ctx().Done():
 		t.Fatal("no notifications/tasks/status")
+	}
+}
+
+// TestToolsListIsPaged: tools/list comes in pages of Options.ToolPageSize
+// (one page at the default), the pages together are the whole list, and a
+// cursor the door did not issue is "invalid cursor", no decoder's text.
+func TestToolsListIsPaged(t *testing.T) {
+	h := newHost(t)
+	whole := h.client("2025-11-25", "")
+	all, err := whole.ListToolsByPage(h.ctx(), mcp.ListToolsRequest{})
+	if err != nil || all.NextCursor != "" || len(all.Tools) < 3 {
+		t.Fatalf("default page: %d tools, cursor %q, %v", len(all.Tools), all.NextCursor, err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: h.cfgPath, DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	door := mcpserver.New(mcpserver.Options{Cache: cache, Version: "test", ToolPageSize: 2, WatchInterval: -1})
+	t.Cleanup(door.Close)
+	streamable := door.Streamable()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		streamable.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), principal.Default)))
+	}))
+	t.Cleanup(srv.Close)
+	paged := &host{t: t, url: srv.URL}
+	for _, version := range []string{"2025-11-25", ""} {
+		t.Run("revision "+version, func(t *testing.T) {
+			c := paged.client(version, "")
+			var names []string
+			cursor := mcp.Cursor("")
+			for pages := 0; ; pages++ {
+				req := mcp.ListToolsRequest{}
+				req.Params.Cursor = cursor
+				page, err := c.ListToolsByPage(h.ctx(), req)
+				if err != nil {
+					t.Fatalf("page %d: %v", pages, err)
+				}
+				if len(page.Tools) > 2 || pages > len(all.Tools) {
+					t.Fatalf("page %d: %d tools", pages, len(page.Tools))
+				}
+				for _, tl := range page.Tools {
+					names = append(names, tl.Name)
+				}
+				if cursor = page.NextCursor; cursor == "" {
+					break
+				}
+			}
+			var want []string
+			for _, tl := range all.Tools {
+				want = append(want, tl.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(want, ",") {
+				t.Errorf("paged %q, want %q", names, want)
+			}
+			req := mcp.ListToolsRequest{}
+			req.Params.Cursor = "!not base64"
+			if _, err := c.ListToolsByPage(h.ctx(), req); err == nil || !strings.Contains(err.Error(), "invalid cursor") || strings.Contains(err.Error(), "base64") {
+				t.Errorf("a forged cursor: %v, want invalid cursor", err)
+			}
+		})
 	}
 }

@@ -110,6 +110,9 @@ type Options struct {
 	// ListPageSize is the page size of the aggregated resource, template
 	// and prompt lists (0: DefaultListPageSize).
 	ListPageSize int
+	// ToolPageSize is the page size of tools/list (0:
+	// DefaultToolPageSize).
+	ToolPageSize int
 }
 
 // Server is the MCP door.
@@ -182,6 +185,7 @@ func New(opts Options) *Server {
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.owners.remove(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
 	s.clients.hook(hooks)
+	hooks.AddOnRequestInitialization(refuseBadToolCursor)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,
@@ -193,6 +197,7 @@ func New(opts Options) *Server {
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithLogging(), // upstream log messages are relayed (relay.go)
 		server.WithRecovery(),
+		toolPaging(opts.ToolPageSize),
 		server.WithHooks(hooks),
 		server.WithExtensions(s.extensions()),
 		server.WithInstructions("Antler fronts several MCP servers: tool names are prefixed with their server's name unless the operator turned prefixes off."),
