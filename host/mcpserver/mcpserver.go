@@ -337,6 +337,7 @@ func Tool(t toolcache.Tool) mcp.Tool {
 
 // callTool is every tool's handler: the same path as the REST door.
 func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	defer drainNotifications(ctx) // progress before the result (flush.go)
 	call, err := s.identify(ctx, req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
