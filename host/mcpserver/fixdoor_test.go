@@ -276,3 +276,19 @@ func TestToolsListIsPaged(t *testing.T) {
 		})
 	}
 }
+
+// TestNoListChangedOnTheFirstSync: the door's first tool set is no change:
+// a client that initializes and lists hears no tools/list_changed.
+func TestNoListChangedOnTheFirstSync(t *testing.T) {
+	h := newHost(t)
+	c := h.client("2025-11-25", "")
+	n := &notes{}
+	c.OnNotification(n.add)
+	if _, err := c.ListToolsByPage(h.ctx(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	// A notification sent at the sync precedes the list on its stream.
+	if got := n.of(string(mcp.MethodNotificationToolsListChanged)); len(got) != 0 {
+		t.Errorf("%d tools/list_changed on the first list", len(got))
+	}
+}

@@ -180,6 +180,11 @@ func New(opts Options) *Server {
 		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
 	}
 	hooks := &server.Hooks{}
+	// The first sync at the first initialize: the initializing session is
+	// not yet initialized, so mcp-go's SetTools announces the first tool set
+	// to nobody (at a later tools/list it would send a spurious
+	// notifications/tools/list_changed to the client listing).
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) { s.sync(ctx) })
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.owners.remove(cs.SessionID()) })
