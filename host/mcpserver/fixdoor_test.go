@@ -292,3 +292,31 @@ func TestNoListChangedOnTheFirstSync(t *testing.T) {
 		t.Errorf("%d tools/list_changed on the first list", len(got))
 	}
 }
+
+// TestTaskErrorsSpeakToTheClient (2025-11-25): a task-augmented call of a
+// tool without task support is -32601, and a task error names no Go
+// package.
+func TestTaskErrorsSpeakToTheClient(t *testing.T) {
+	h := newTaskHost(t, "", settings.Key{Key: "ka", User: "alice", Role: settings.RoleAgent})
+	c := h.client("2025-11-25", "ka")
+	tools, err := c.ListToolsByPage(h.ctx(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := ""
+	for _, tl := range tools.Tools {
+		if tl.Execution == nil || tl.Execution.TaskSupport == "" || tl.Execution.TaskSupport == mcp.TaskSupportForbidden {
+			plain = tl.Name
+		}
+	}
+	if plain == "" {
+		t.Fatalf("no tool without task support in %d", len(tools.Tools))
+	}
+	if r := rawCall(t, c, "tools/call", map[string]any{"name": plain, "arguments": map[string]any{}, "task": map[string]any{}}); r.Error == nil || r.Error.Code != mcp.METHOD_NOT_FOUND {
+		t.Errorf("task-augmented %s: %+v %s, want -32601", plain, r.Error, r.Result)
+	}
+	r := rawCall(t, c, "tasks/list", map[string]any{"cursor": "bogus"})
+	if r.Error == nil || r.Error.Code != mcp.INVALID_PARAMS || strings.Contains(r.Error.Message, "spectask") {
+		t.Errorf("tasks/list with a bad cursor: %+v, want -32602 without a package prefix", r.Error)
+	}
+}

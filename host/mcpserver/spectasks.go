@@ -406,12 +406,19 @@ func (s *Server) taskError(method string, err error) *rpcError {
 	case errors.Is(err, spectask.ErrNotFound):
 		return &rpcError{mcp.INVALID_PARAMS, "task not found"}
 	case errors.Is(err, spectask.ErrInvalidParams):
-		return &rpcError{mcp.INVALID_PARAMS, err.Error()}
+		return &rpcError{mcp.INVALID_PARAMS, taskText(err)}
 	case errors.Is(err, spectask.ErrMethodNotFound):
-		return &rpcError{mcp.METHOD_NOT_FOUND, err.Error()}
+		return &rpcError{mcp.METHOD_NOT_FOUND, taskText(err)}
 	}
 	s.log.Error("MCP task request failed", "method", method, "error", dispatch.Redact(err.Error()))
 	return &rpcError{mcp.INTERNAL_ERROR, "the task request failed: " + dispatch.Redact(err.Error())}
+}
+
+// taskText is a spectask error as a client reads it: without the Go
+// package prefix ("spectask: invalid params: unknown cursor" is "invalid
+// params: unknown cursor").
+func taskText(err error) string {
+	return strings.TrimPrefix(err.Error(), "spectask: ")
 }
 
 // checkTaskHeaders applies the 2026-07-28 header rules to a task method:
@@ -444,6 +451,12 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 		return false
 	}
 	tool, ok := snap.Tool(p.Name)
+	if ok && tool.TaskToolset == nil && !modern {
+		// 2025-11-25: a task-augmented call of a tool whose taskSupport is
+		// forbidden (every tool but a submit tool) SHOULD be -32601.
+		writeRPC(w, msg.ID, nil, &rpcError{mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task-augmented execution", truncate(p.Name))}, false)
+		return true
+	}
 	if !ok || tool.TaskToolset == nil {
 		return false
 	}
@@ -483,7 +496,7 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 	res, err := s.spec.svc.Submit(ctx, rev, spectask.Caller{UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets}, tasktools.SubmitRequest(tool, call), ttl)
 	switch {
 	case errors.Is(err, spectask.ErrInvalidParams):
-		writeRPC(w, msg.ID, nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}, modern)
+		writeRPC(w, msg.ID, nil, &rpcError{mcp.INVALID_PARAMS, taskText(err)}, modern)
 		return true
 	case err != nil:
 		s.log.Warn("MCP task submit failed", "server", tool.Server, "user", call.UserID, "revision", rev.String(), "error", dispatch.Redact(err.Error()))
