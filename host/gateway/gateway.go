@@ -89,6 +89,15 @@ type Server struct {
 	streamSlots *slots
 }
 
+// corsAllowHeaders are the request headers an allowed page may send: the
+// REST door's and the MCP door's (a browser MCP client sends the
+// protocol-version, session, method and name headers and resumes with
+// Last-Event-ID). CORS has no wildcard for a header prefix, so the
+// per-secret headers (mcpserver.HeaderSecretPrefix) cannot be listed: a
+// page sends its secrets as the call's _meta (mcpserver.MetaSecrets).
+var corsAllowHeaders = []string{echo.HeaderAuthorization, echo.HeaderContentType, "X-API-Key", echo.HeaderXRequestID,
+	"Last-Event-ID", "Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", mcpserver.HeaderThreadID}
+
 // New builds the gateway's routes and middleware.
 func New(opts Options) *Server {
 	log := opts.Logger
@@ -117,8 +126,8 @@ func New(opts Options) *Server {
 	e.Use(s.requestID, s.logRequests, middleware.Recover(), s.checkEdge)
 	if len(s.edge.origins) > 0 { // answer allowed pages' preflights; checkEdge already refused the rest
 		e.Use(middleware.CORSWithConfig(middleware.CORSConfig{AllowOrigins: s.edge.originList,
-			AllowHeaders:  []string{echo.HeaderAuthorization, echo.HeaderContentType, "X-API-Key", echo.HeaderXRequestID, "Last-Event-ID"},
-			ExposeHeaders: []string{echo.HeaderXRequestID}}))
+			AllowHeaders:  corsAllowHeaders,
+			ExposeHeaders: []string{echo.HeaderXRequestID, "Mcp-Session-Id", "Mcp-Protocol-Version"}}))
 	}
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)), s.deadlines)
 

@@ -119,6 +119,9 @@ type Options struct {
 	// ListPageSize is the page size of the aggregated resource, template
 	// and prompt lists (0: DefaultListPageSize).
 	ListPageSize int
+	// ToolPageSize is the page size of tools/list (0:
+	// DefaultToolPageSize).
+	ToolPageSize int
 }
 
 // Server is the MCP door.
@@ -142,6 +145,11 @@ type Server struct {
 	rounds    rounds
 	// events are the streamable-HTTP streams' events, kept for resumption.
 	events *eventStore
+	// lives are the sessions' lifetimes, in which their requests run
+	// (detach.go).
+	lives *lifetimes
+	// clients are mcp-go's registered sessions (clientsessions.go).
+	clients clientSessions
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -183,13 +191,22 @@ func New(opts Options) *Server {
 		s.rounds.max = DefaultMaxRoundsPerPrincipal
 	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
+	s.lives = newLifetimes(s.watchCtx)
 	if opts.SpecTasks != nil {
 		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
 	}
 	hooks := &server.Hooks{}
+	// The first sync at the first initialize: the initializing session is
+	// not yet initialized, so mcp-go's SetTools announces the first tool set
+	// to nobody (at a later tools/list it would send a spurious
+	// notifications/tools/list_changed to the client listing).
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) { s.sync(ctx) })
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
+	s.clients.hook(hooks)
+	hooks.AddOnRequestInitialization(refuseBadToolCursor)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,
@@ -201,6 +218,7 @@ func New(opts Options) *Server {
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithLogging(), // upstream log messages are relayed (relay.go)
 		server.WithRecovery(),
+		toolPaging(opts.ToolPageSize),
 		server.WithHooks(hooks),
 		server.WithExtensions(s.extensions()),
 		server.WithInstructions("Antler fronts several MCP servers: tool names are prefixed with their server's name unless the operator turned prefixes off."),
@@ -212,7 +230,7 @@ func New(opts Options) *Server {
 	s.streamable = server.NewStreamableHTTPServer(s.mcp,
 		server.WithDisableLocalhostProtection(true),
 		server.WithSessionIdManagerResolver(resolver{s.owners}),
-		server.WithHTTPContextFunc(withCaller),
+		server.WithHTTPContextFunc(s.streamableContext),
 		server.WithEventStore(s.events),
 		server.WithSessionIdleTTL(ttl),
 		server.WithStreamableHTTPLogger(log),
@@ -340,6 +358,7 @@ func Tool(t toolcache.Tool) mcp.Tool {
 
 // callTool is every tool's handler: the same path as the REST door.
 func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	defer drainNotifications(ctx) // progress before the result (flush.go)
 	call, err := s.identify(ctx, req)
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,9 +42,9 @@ func TestMain(m *testing.M) {
 }
 
 // serveUpstream serves, on stdio, the tools "wait" (a log message and a
-// progress notification, then blocks until cancelled) and "roots" (asks its
-// client for roots), appending "started <tag>" and "cancelled <tag>" lines
-// to record.
+// progress notification, then blocks until cancelled or released, see
+// relayHost.release) and "roots" (asks its client for roots), appending
+// "started <tag>", "cancelled <tag>" and "released <tag>" lines to record.
 func serveUpstream(record string) {
 	note := func(line string) {
 		f, err := os.OpenFile(record, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -61,9 +62,20 @@ func serveUpstream(record string) {
 			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1, "total": 2})
 		}
 		note("started " + tag)
-		<-ctx.Done()
-		note("cancelled " + tag)
-		return nil, ctx.Err()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				note("cancelled " + tag)
+				return nil, ctx.Err()
+			case <-tick.C:
+				if _, err := os.Stat(record + ".release-" + tag); err == nil {
+					note("released " + tag)
+					return mcp.NewToolResultText("released " + tag), nil
+				}
+			}
+		}
 	})
 	srv.AddTool(mcp.NewTool("roots"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := srv.RequestRoots(ctx, mcp.ListRootsRequest{})
@@ -81,6 +93,63 @@ func serveUpstream(record string) {
 type relayHost struct {
 	*host
 	record string
+	ends   *requestEnds
+}
+
+// release lets the upstream's wait call of tag return "released <tag>".
+func (h *relayHost) release(t *testing.T, tag string) {
+	t.Helper()
+	if err := os.WriteFile(h.record+".release-"+tag, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// requestEnds sees, at the HTTP server, when the context of a tools/call
+// request naming arguments.tag ends: the moment the server knows its
+// client went away (or it answered).
+type requestEnds struct {
+	mu  sync.Mutex
+	by  map[string]chan struct{}
+	out http.Handler
+}
+
+func (e *requestEnds) of(tag string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.by[tag] == nil {
+		e.by[tag] = make(chan struct{})
+	}
+	return e.by[tag]
+}
+
+func (e *requestEnds) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.Body != nil {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Arguments struct {
+					Tag string `json:"tag"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodToolsCall) && msg.Params.Arguments.Tag != "" {
+			ended := e.of(msg.Params.Arguments.Tag)
+			context.AfterFunc(r.Context(), func() { close(ended) })
+		}
+	}
+	e.out.ServeHTTP(w, r)
+}
+
+// ended waits until the server saw the tools/call of tag end.
+func (h *relayHost) ended(t *testing.T, tag string) {
+	t.Helper()
+	select {
+	case <-h.ends.of(tag):
+	case <-h.ctx().Done():
+		t.Fatalf("the server never saw the call %q end", tag)
+	}
 }
 
 func newRelayHost(t *testing.T, keys ...settings.Key) *relayHost {
@@ -108,9 +177,10 @@ func newRelayHost(t *testing.T, keys ...settings.Key) *relayHost {
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
 	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test"})
-	srv := httptest.NewServer(gw.Handler())
+	ends := &requestEnds{by: map[string]chan struct{}{}, out: gw.Handler()}
+	srv := httptest.NewServer(ends)
 	t.Cleanup(func() { gw.Close(); srv.Close() })
-	return &relayHost{host: &host{t: t, url: srv.URL}, record: record}
+	return &relayHost{host: &host{t: t, url: srv.URL}, record: record, ends: ends}
 }
 
 // recorded waits for line in the upstream's record.
@@ -463,8 +533,11 @@ func TestFixtureLogsReachTheCaller(t *testing.T) {
 }
 
 // TestCancellationReachesTheUpstream: a call the downstream client
-// abandons, by closing its request or with notifications/cancelled, is
-// cancelled upstream (a stdio server sees notifications/cancelled).
+// cancels with notifications/cancelled is cancelled upstream (a stdio
+// server sees notifications/cancelled), and so is a 2026-07-28 call whose
+// request closes (that revision's cancellation). A session's call whose
+// request closes is not: the client may resume its stream, so the call
+// runs on and the upstream finishes it.
 func TestCancellationReachesTheUpstream(t *testing.T) {
 	h := newRelayHost(t)
 	for _, rev := range revisions {
@@ -495,7 +568,16 @@ func TestCancellationReachesTheUpstream(t *testing.T) {
 			if err := <-errc; err == nil {
 				t.Error("the abandoned call succeeded")
 			}
-			h.recorded(t, "cancelled "+tag)
+			if rev.version == "" {
+				h.recorded(t, "cancelled "+tag)
+				return
+			}
+			h.ended(t, tag) // the server knows the client went away
+			h.release(t, tag)
+			h.recorded(t, "released "+tag)
+			if b, _ := os.ReadFile(h.record); strings.Contains(string(b), "cancelled "+tag) {
+				t.Errorf("a closed request of a session cancelled its call: %q", b)
+			}
 		})
 	}
 	t.Run("2025-11-25/notifications/cancelled", func(t *testing.T) {

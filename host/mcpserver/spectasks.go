@@ -252,12 +252,6 @@ func (t *specTasks) watch(ctx context.Context, sessionID, user string, w *taskWa
 	})
 }
 
-// notify sends a notification to one session (mcp-go drops it when the
-// session has no open stream and its queue is full).
-func (s *Server) notify(sessionID, method string, params map[string]any) error {
-	return s.mcp.SendNotificationToSpecificClient(sessionID, method, params)
-}
-
 // extensions are the 2026-07-28 extensions the door declares.
 func (s *Server) extensions() map[string]any {
 	if s.spec == nil {
@@ -320,8 +314,10 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 	if !modern && (!s.spec.legacy(sessionID) || msg.Method == string(mcp.MethodSubscriptionsListen) || msg.Method == methodTasksUpdate) {
 		return false
 	}
+	// A request without params is a request with none (the TS SDK's
+	// listTasks sends none), never mcp-go's: it knows no tasks/*.
 	var p taskParams
-	if json.Unmarshal(msg.Params, &p) != nil {
+	if raw := bytes.TrimSpace(msg.Params); len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, &p) != nil {
 		return false // mcp-go reports the malformed params
 	}
 	rev := spectask.Rev20251125
@@ -410,12 +406,19 @@ func (s *Server) taskError(method string, err error) *rpcError {
 	case errors.Is(err, spectask.ErrNotFound):
 		return &rpcError{mcp.INVALID_PARAMS, "task not found"}
 	case errors.Is(err, spectask.ErrInvalidParams):
-		return &rpcError{mcp.INVALID_PARAMS, err.Error()}
+		return &rpcError{mcp.INVALID_PARAMS, taskText(err)}
 	case errors.Is(err, spectask.ErrMethodNotFound):
-		return &rpcError{mcp.METHOD_NOT_FOUND, err.Error()}
+		return &rpcError{mcp.METHOD_NOT_FOUND, taskText(err)}
 	}
 	s.log.Error("MCP task request failed", "method", method, "error", dispatch.Redact(err.Error()))
 	return &rpcError{mcp.INTERNAL_ERROR, "the task request failed: " + dispatch.Redact(err.Error())}
+}
+
+// taskText is a spectask error as a client reads it: without the Go
+// package prefix ("spectask: invalid params: unknown cursor" is "invalid
+// params: unknown cursor").
+func taskText(err error) string {
+	return strings.TrimPrefix(err.Error(), "spectask: ")
 }
 
 // checkTaskHeaders applies the 2026-07-28 header rules to a task method:
@@ -448,6 +451,12 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 		return false
 	}
 	tool, ok := snap.Tool(p.Name)
+	if ok && tool.TaskToolset == nil && !modern {
+		// 2025-11-25: a task-augmented call of a tool whose taskSupport is
+		// forbidden (every tool but a submit tool) SHOULD be -32601.
+		writeRPC(w, msg.ID, nil, &rpcError{mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task-augmented execution", truncate(p.Name))}, false)
+		return true
+	}
 	if !ok || tool.TaskToolset == nil {
 		return false
 	}
@@ -487,7 +496,7 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 	res, err := s.spec.svc.Submit(ctx, rev, spectask.Caller{UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets}, tasktools.SubmitRequest(tool, call), ttl)
 	switch {
 	case errors.Is(err, spectask.ErrInvalidParams):
-		writeRPC(w, msg.ID, nil, &rpcError{mcp.INVALID_PARAMS, err.Error()}, modern)
+		writeRPC(w, msg.ID, nil, &rpcError{mcp.INVALID_PARAMS, taskText(err)}, modern)
 		return true
 	case err != nil:
 		s.log.Warn("MCP task submit failed", "server", tool.Server, "user", call.UserID, "revision", rev.String(), "error", dispatch.Redact(err.Error()))
