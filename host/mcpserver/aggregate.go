@@ -375,8 +375,7 @@ func (s *Server) mountAggregate() {
 
 // upstreamNotification relays what a server says unasked:
 // resources/updated to the sessions subscribed to that resource on that
-// connection, a list_changed to every session (the routes learned from
-// the old lists are forgotten). It runs on the upstream's reader: mcp-go's
+// connection, a list_changed coalesced (listChanged). It runs on the upstream's reader: mcp-go's
 // sends never block (a full session queue drops the notification), and an
 // update caused by a call in flight reaches that call's stream before its
 // result. After Close there is no session left to reach.
@@ -812,16 +811,11 @@ func (s *Server) recent(ctx context.Context, snap *toolcache.Snapshot, call disp
 	return s.list(ctx, snap, call, kind)
 }
 
-// lookup finds key in the caller's last list of kind; a key it lacks is
-// looked for in one fresh list (a client may name what it has not listed
-// since a change).
+// lookup finds key in the caller's last list of kind (listed when none is
+// remembered; a change upstream drops it): a name it lacks is not looked
+// for again upstream, so unknown names cost no list each.
 func (s *Server) lookup(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, kind listKind, key string) (*listing, route, bool) {
-	if l := s.agg.recalled(keyOf(snap, call, kind)); l != nil {
-		if r, ok := l.routes[key]; ok {
-			return l, r, true
-		}
-	}
-	l := s.list(ctx, snap, call, kind)
+	l := s.recent(ctx, snap, call, kind)
 	r, ok := l.routes[key]
 	return l, r, ok
 }

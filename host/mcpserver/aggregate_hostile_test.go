@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -247,7 +248,7 @@ func TestRewrittenSchemeCannotNameAnotherServer(t *testing.T) {
 	c := h.client("2025-11-25", "ka")
 	uris := resourceURIs(t, c)
 	own := mcpserver.RewrittenScheme + "evil/" + spoof
-	if !contains(uris, own) || contains(uris, spoof) {
+	if !slices.Contains(uris, own) || slices.Contains(uris, spoof) {
 		t.Fatalf("listed: %v", uris)
 	}
 	res, err := c.ReadResource(h.ctx(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: spoof}})
@@ -260,15 +261,6 @@ func TestRewrittenSchemeCannotNameAnotherServer(t *testing.T) {
 	if got := read(t, c, own); !strings.Contains(fmt.Sprint(got), "EVIL-CONTENT") {
 		t.Errorf("evil's own resource: %v", got)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // waitFor polls until cond holds (the deadline only ends a hung test).
