@@ -17,16 +17,18 @@ package mcpserver
 // on, as a Go value no JSON can forge.
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -50,9 +52,18 @@ const RewrittenScheme = "antler://"
 // maxUpstreamPages bounds the pages followed in one upstream's list.
 const maxUpstreamPages = 64
 
-// maxRouteCaches bounds the callers whose last lists are remembered for
-// routing; past it the memory starts over (a miss only costs a list).
-const maxRouteCaches = 1024
+// maxListingBytes bounds the bytes of the listings remembered for paging
+// and routing (least recently used first out); a single larger listing is
+// kept alone while it is the newest.
+const maxListingBytes = 32 << 20
+
+// maxListings bounds the listings remembered whatever their size.
+const maxListings = 1024
+
+// listChangedInterval is the least time between two fan-outs of one
+// list_changed method to one audience: an upstream's storm reaches each
+// session once per interval (the trailing edge), not once per message.
+const listChangedInterval = time.Second
 
 // catchAll names the global resource template and prompt that carry every
 // routed read and get to its server; the after hooks keep them out of the
@@ -93,16 +104,22 @@ type template struct {
 }
 
 // listing is one caller's aggregate of one kind, in configuration order.
+// A cursor names it by id, so every page of one walk comes from the one
+// upstream listing, whatever order the upstreams would list in next.
 type listing struct {
-	items       []json.RawMessage // as exposed (a collision's key rewritten)
-	routes      map[string]route  // exposed key → route
-	templates   []template        // templatesKind only
-	fingerprint string
+	id        string
+	key       listingKey
+	items     []json.RawMessage // as exposed (a collision's key rewritten)
+	routes    map[string]route  // exposed key → route
+	templates []template        // templatesKind only
+	servers   map[string]bool   // the servers listed
+	size      int               // bytes held, roughly
 }
 
 // aggregate is the door's state for everything but tools.
 type aggregate struct {
 	pageSize int
+	maxBytes int // maxListingBytes but in tests
 
 	// pending holds a list's page between its before and after hooks,
 	// keyed by the request mcp-go hands both.
@@ -110,8 +127,12 @@ type aggregate struct {
 	// parked holds completion routes by token until the provider runs.
 	parked sync.Map
 
-	mu     sync.Mutex
-	routes map[cacheKey]*listing
+	mu       sync.Mutex
+	lru      *list.List                   // of *listing, most recent first
+	byID     map[string]*list.Element     // listing id → its element
+	current  map[listingKey]*list.Element // a caller's last listing of a kind
+	bytes    int
+	coalesce map[changeKey]*pendingChange
 
 	subMu sync.Mutex
 	// subs are the downstream sessions subscribed to an upstream resource:
@@ -125,32 +146,125 @@ type subKey struct {
 	server, user, thread, uri string
 }
 
-type cacheKey struct {
+// listingKey is whose listing it is. An HTTP or SSE server's connection is
+// shared, so what it lists depends on the user alone (user_auth may show
+// users different lists): thread is set only when a connected stdio
+// server, whose session is the thread's, takes part. A client picks its
+// thread ids freely, so a key per thread would be a cache per guess.
+type listingKey struct {
 	snap         *toolcache.Snapshot
 	user, thread string
 	kind         string
+}
+
+// changeKey is one coalesced list_changed fan-out: a method to everyone
+// (user "") or to one user's sessions (a stdio server's change).
+type changeKey struct {
+	method, user string
+}
+
+// pendingChange is a fan-out waiting for its interval to end, with the
+// listings it invalidates.
+type pendingChange struct {
+	servers map[changeSource]bool
+}
+
+// changeSource is the server (and, for stdio, the session) a list_changed
+// came from.
+type changeSource struct {
+	server, user, thread string
 }
 
 func newAggregate(pageSize int) *aggregate {
 	if pageSize <= 0 {
 		pageSize = DefaultListPageSize
 	}
-	return &aggregate{pageSize: pageSize, routes: map[cacheKey]*listing{}, subs: map[subKey]map[string]string{}}
-}
-
-func (a *aggregate) remember(k cacheKey, l *listing) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.routes) >= maxRouteCaches {
-		clear(a.routes)
+	return &aggregate{
+		pageSize: pageSize,
+		maxBytes: maxListingBytes,
+		lru:      list.New(),
+		byID:     map[string]*list.Element{},
+		current:  map[listingKey]*list.Element{},
+		coalesce: map[changeKey]*pendingChange{},
+		subs:     map[subKey]map[string]string{},
 	}
-	a.routes[k] = l
 }
 
-func (a *aggregate) recalled(k cacheKey) *listing {
+// remember keeps l as its caller's last listing of its kind and as the
+// listing its cursors name, evicting the least recently used past the
+// bounds.
+func (a *aggregate) remember(l *listing) {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	l.id = hex.EncodeToString(b[:])
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.routes[k]
+	// The caller's previous listing stays for its cursors until evicted.
+	e := a.lru.PushFront(l)
+	a.byID[l.id] = e
+	a.current[l.key] = e
+	a.bytes += l.size
+	for (a.bytes > a.maxBytes || a.lru.Len() > maxListings) && a.lru.Back() != e {
+		a.drop(a.lru.Back())
+	}
+}
+
+// drop removes one remembered listing; a.mu is held.
+func (a *aggregate) drop(e *list.Element) {
+	l := e.Value.(*listing)
+	a.lru.Remove(e)
+	delete(a.byID, l.id)
+	if a.current[l.key] == e {
+		delete(a.current, l.key)
+	}
+	a.bytes -= l.size
+}
+
+// recalled is k's last listing (nil: none remembered).
+func (a *aggregate) recalled(k listingKey) *listing {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.current[k]
+	if !ok {
+		return nil
+	}
+	a.lru.MoveToFront(e)
+	return e.Value.(*listing)
+}
+
+// named is the listing a cursor names (nil: evicted or invalidated).
+func (a *aggregate) named(id string) *listing {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.byID[id]
+	if !ok {
+		return nil
+	}
+	a.lru.MoveToFront(e)
+	return e.Value.(*listing)
+}
+
+// invalidate drops every remembered listing of kinds that src took part
+// in (a stdio source: only its own user's and thread's).
+func (a *aggregate) invalidate(kinds []string, src changeSource) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for e := a.lru.Front(); e != nil; {
+		next := e.Next()
+		l := e.Value.(*listing)
+		if slices.Contains(kinds, l.key.kind) && l.servers[src.server] &&
+			(src.user == "" || (l.key.user == src.user && l.key.thread == src.thread)) {
+			a.drop(e)
+		}
+		e = next
+	}
+}
+
+// remembered is the number and bytes of the listings remembered.
+func (a *aggregate) remembered() (int, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lru.Len(), a.bytes
 }
 
 // subscribe records (or, with on false, drops) session's subscription.
@@ -196,7 +310,10 @@ func (a *aggregate) subscribers(k subKey) map[string]string {
 func (a *aggregate) forget() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	clear(a.routes)
+	a.lru.Init()
+	clear(a.byID)
+	clear(a.current)
+	a.bytes = 0
 }
 
 // aggregateHooks registers the hooks that serve the aggregated methods.
@@ -223,7 +340,12 @@ func (s *Server) aggregateHooks(h *server.Hooks) {
 		res.Prompts, res.NextCursor = typed[mcp.Prompt](s, p.items), p.next
 	})
 	h.AddOnError(func(_ context.Context, _ any, _ mcp.MCPMethod, message any, _ error) {
-		s.agg.pending.Delete(message)
+		// Only the list requests park a page; other messages (a blocked
+		// notification's report is a map) may not even be hashable.
+		switch message.(type) {
+		case *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest, *mcp.ListPromptsRequest:
+			s.agg.pending.Delete(message)
+		}
 	})
 	h.AddBeforeReadResource(s.beforeRead)
 	h.AddBeforeGetPrompt(s.beforeGetPrompt)
@@ -253,8 +375,7 @@ func (s *Server) mountAggregate() {
 
 // upstreamNotification relays what a server says unasked:
 // resources/updated to the sessions subscribed to that resource on that
-// connection, a list_changed to every session (the routes learned from
-// the old lists are forgotten). It runs on the upstream's reader: mcp-go's
+// connection, a list_changed coalesced (listChanged). It runs on the upstream's reader: mcp-go's
 // sends never block (a full session queue drops the notification), and an
 // update caused by a call in flight reaches that call's stream before its
 // result. After Close there is no session left to reach.
@@ -277,8 +398,51 @@ func (s *Server) upstreamNotification(n dispatch.Notification) {
 			}
 		}
 	case mcp.MethodNotificationResourcesListChanged, mcp.MethodNotificationPromptsListChanged:
-		s.agg.forget()
-		s.mcp.SendNotificationToAllClients(n.Method, nil)
+		s.listChanged(n)
+	}
+}
+
+// listChanged coalesces an upstream's list_changed: the first of a method
+// (to everyone, or for a stdio session to its user's sessions) starts an
+// interval, later ones join it, and at its end the listings of the servers
+// that changed are dropped and each session is told once.
+func (s *Server) listChanged(n dispatch.Notification) {
+	k := changeKey{method: n.Method, user: n.UserID}
+	src := changeSource{server: n.Server, user: n.UserID, thread: n.ThreadID}
+	s.agg.mu.Lock()
+	defer s.agg.mu.Unlock()
+	if p, ok := s.agg.coalesce[k]; ok {
+		p.servers[src] = true
+		return
+	}
+	s.agg.coalesce[k] = &pendingChange{servers: map[changeSource]bool{src: true}}
+	time.AfterFunc(listChangedInterval, func() { s.fanOut(k) })
+}
+
+// fanOut ends k's interval.
+func (s *Server) fanOut(k changeKey) {
+	s.agg.mu.Lock()
+	p := s.agg.coalesce[k]
+	delete(s.agg.coalesce, k)
+	s.agg.mu.Unlock()
+	if p == nil {
+		return
+	}
+	kinds := []string{promptsKind.method}
+	if k.method == mcp.MethodNotificationResourcesListChanged {
+		kinds = []string{resourcesKind.method, templatesKind.method}
+	}
+	for src := range p.servers {
+		s.agg.invalidate(kinds, src)
+	}
+	if k.user == "" {
+		s.mcp.SendNotificationToAllClients(k.method, nil)
+		return
+	}
+	for _, session := range s.owners.ofUser(k.user) {
+		if err := s.mcp.SendNotificationToSpecificClient(session, k.method, nil); err != nil {
+			s.log.Debug("MCP list change not delivered", "error", err.Error())
+		}
 	}
 }
 
@@ -440,8 +604,21 @@ func (s *Server) list(ctx context.Context, snap *toolcache.Snapshot, call dispat
 	}
 	wg.Wait()
 	l := s.build(kind, servers, raws)
-	s.agg.remember(cacheKey{snap, call.UserID, call.ThreadID, kind.method}, l)
+	l.key = keyOf(snap, call, kind)
+	s.agg.remember(l)
 	return l
+}
+
+// keyOf is whose listing of kind a call's is (see listingKey).
+func keyOf(snap *toolcache.Snapshot, call dispatch.Request, kind listKind) listingKey {
+	k := listingKey{snap: snap, user: call.UserID, kind: kind.method}
+	for _, srv := range snap.ConnectedServers() {
+		if srv.IsStdio() {
+			k.thread = call.ThreadID
+			break
+		}
+	}
+	return k
 }
 
 // build merges the servers' items in configuration order: a prompt is
@@ -449,10 +626,9 @@ func (s *Server) list(ctx context.Context, snap *toolcache.Snapshot, call dispat
 // a name two servers want, as for tools); a URI or URI template two servers
 // list is rewritten for the later one (RewrittenScheme).
 func (s *Server) build(kind listKind, servers []*config.Server, raws [][]json.RawMessage) *listing {
-	l := &listing{routes: map[string]route{}}
-	h := sha256.New()
-	h.Write([]byte(kind.method))
+	l := &listing{routes: map[string]route{}, servers: map[string]bool{}}
 	for i, srv := range servers {
+		l.servers[srv.Name] = true
 		for _, item := range raws[i] {
 			var obj map[string]json.RawMessage
 			var key string
@@ -462,6 +638,10 @@ func (s *Server) build(kind listKind, servers []*config.Server, raws [][]json.Ra
 			exposed := key
 			if kind == promptsKind {
 				exposed = srv.ExposedName(key)
+			} else if strings.HasPrefix(key, RewrittenScheme) {
+				// A URI in the door's own scheme names its server: an
+				// upstream's is its own, never another server's.
+				exposed = RewrittenScheme + srv.Name + "/" + key
 			}
 			if winner, taken := l.routes[exposed]; taken {
 				if kind == promptsKind {
@@ -486,11 +666,9 @@ func (s *Server) build(kind listKind, servers []*config.Server, raws [][]json.Ra
 			}
 			l.routes[exposed] = r
 			l.items = append(l.items, item)
-			h.Write([]byte{0})
-			h.Write([]byte(exposed))
+			l.size += len(item) + len(exposed) + len(key)
 		}
 	}
-	l.fingerprint = hex.EncodeToString(h.Sum(nil)[:8])
 	return l
 }
 
@@ -500,19 +678,45 @@ type listPage struct {
 	next  mcp.Cursor
 }
 
-// cursorState is what a cursor carries: the offset of the next page and
-// the fingerprint of the list it pages (a list that changed refuses it).
+// cursorState is what a cursor carries: the listing it pages and the
+// offset of the next page.
 type cursorState struct {
-	Offset      int    `json:"o"`
-	Fingerprint string `json:"f"`
+	Listing string `json:"l"`
+	Offset  int    `json:"o"`
 }
 
 // forgedCursor is what a refused cursor is replaced with before mcp-go's
-// own handler runs: not base64, so mcp-go answers -32602.
+// own handler runs: not base64, so mcp-go answers -32602 (with its own
+// fixed message: no hook can set it, and the client's cursor is not in it).
 const forgedCursor = "!"
 
-// beforeList lists kind for the caller and parks the page the cursor asks
-// for; a cursor this door did not issue for this list is replaced so that
+// Why a cursor was refused, for the log.
+var (
+	errCursorInvalid = errors.New("invalid cursor")
+	errCursorExpired = errors.New("cursor expired, list again")
+)
+
+// paged is the listing and offset a cursor names for the caller.
+func (s *Server) paged(snap *toolcache.Snapshot, call dispatch.Request, kind listKind, cursor string) (*listing, int, error) {
+	var st cursorState
+	b, err := base64.StdEncoding.DecodeString(cursor)
+	if err != nil || json.Unmarshal(b, &st) != nil || st.Listing == "" || st.Offset <= 0 {
+		return nil, 0, errCursorInvalid
+	}
+	l := s.agg.named(st.Listing)
+	if l == nil {
+		return nil, 0, errCursorExpired
+	}
+	if l.key != keyOf(snap, call, kind) || st.Offset >= len(l.items) {
+		return nil, 0, errCursorInvalid
+	}
+	return l, st.Offset, nil
+}
+
+// beforeList parks the page the request asks for: without a cursor the
+// first of a fresh listing of kind, with one the next of the listing it
+// names (no upstream is asked again); a cursor this door did not issue for
+// this caller's list of kind, or whose listing is gone, is replaced so that
 // mcp-go refuses it.
 func (s *Server) beforeList(ctx context.Context, kind listKind, req any, params *mcp.PaginatedParams) {
 	s.sync(ctx)
@@ -521,25 +725,26 @@ func (s *Server) beforeList(ctx context.Context, kind listKind, req any, params 
 		s.log.Warn("MCP list not served", "method", kind.method, "error", err.Error())
 		return
 	}
-	l := s.list(ctx, snap, call, kind)
+	var l *listing
 	offset := 0
 	if c := string(params.Cursor); c != "" {
-		var st cursorState
-		b, err := base64.StdEncoding.DecodeString(c)
-		if err != nil || json.Unmarshal(b, &st) != nil || st.Fingerprint != l.fingerprint || st.Offset <= 0 || st.Offset >= len(l.items) {
+		if l, offset, err = s.paged(snap, call, kind, c); err != nil {
+			s.log.Debug("MCP list cursor refused", "method", kind.method, "reason", err.Error())
 			params.Cursor = forgedCursor
 			return
 		}
-		offset = st.Offset
+	} else {
+		l = s.list(ctx, snap, call, kind)
 	}
 	end := min(offset+s.agg.pageSize, len(l.items))
 	p := listPage{items: l.items[offset:end]}
 	if end < len(l.items) {
-		b, _ := json.Marshal(cursorState{Offset: end, Fingerprint: l.fingerprint})
+		b, _ := json.Marshal(cursorState{Listing: l.id, Offset: end})
 		p.next = mcp.Cursor(base64.StdEncoding.EncodeToString(b))
 	}
 	// mcp-go pages its own (empty) registry with the cursor next: a
-	// cursor of ours is base64, which it takes as "after nothing".
+	// cursor of ours is base64 to it too, which it takes as "after
+	// something".
 	s.agg.pending.Store(req, p)
 }
 
@@ -597,15 +802,20 @@ func routeOf(meta *mcp.Meta) (*routed, bool) {
 	return r, ok && r != nil
 }
 
-// lookup finds key in the caller's last list of kind, or lists again.
-func (s *Server) lookup(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, kind listKind, key string) (*listing, route, bool) {
-	k := cacheKey{snap, call.UserID, call.ThreadID, kind.method}
-	if l := s.agg.recalled(k); l != nil {
-		if r, ok := l.routes[key]; ok {
-			return l, r, true
-		}
+// recent is the caller's last listing of kind, or a fresh one when none is
+// remembered.
+func (s *Server) recent(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, kind listKind) *listing {
+	if l := s.agg.recalled(keyOf(snap, call, kind)); l != nil {
+		return l
 	}
-	l := s.list(ctx, snap, call, kind)
+	return s.list(ctx, snap, call, kind)
+}
+
+// lookup finds key in the caller's last list of kind (listed when none is
+// remembered; a change upstream drops it): a name it lacks is not looked
+// for again upstream, so unknown names cost no list each.
+func (s *Server) lookup(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, kind listKind, key string) (*listing, route, bool) {
+	l := s.recent(ctx, snap, call, kind)
 	r, ok := l.routes[key]
 	return l, r, ok
 }
@@ -620,33 +830,51 @@ func connected(snap *toolcache.Snapshot, name string) bool {
 	return false
 }
 
-// resolveURI routes a resource URI: a listed one to its server; a
-// rewritten one (RewrittenScheme) to the server it names; one a listed
-// template matches to that template's server (config order); otherwise to
-// no server in particular.
-func (s *Server) resolveURI(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, uri string) route {
-	k := cacheKey{snap, call.UserID, call.ThreadID, resourcesKind.method}
-	if l := s.agg.recalled(k); l != nil {
-		if r, ok := l.routes[uri]; ok {
-			return r
-		}
+// scheme is a URI's scheme ("" when it has none).
+func scheme(uri string) string {
+	i := strings.Index(uri, ":")
+	if i <= 0 || strings.ContainsAny(uri[:i], "/?#") {
+		return ""
 	}
+	return uri[:i]
+}
+
+// resolveURI routes a resource URI by the caller's last lists (listed
+// once when none is remembered, never again per unknown URI: a client
+// that reads what it has not listed cannot make every read a list of
+// every server): a listed one to its server; a rewritten one
+// (RewrittenScheme) to the server it names; one a listed template matches
+// to that template's server (config order); one whose scheme only one
+// server lists to that server. Anything else has no route: "not found"
+// without asking any server.
+func (s *Server) resolveURI(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, uri string) route {
 	if rest, ok := strings.CutPrefix(uri, RewrittenScheme); ok {
 		if name, original, ok := strings.Cut(rest, "/"); ok && connected(snap, name) {
 			return route{server: name, name: original}
 		}
 	}
-	if _, r, ok := s.lookup(ctx, snap, call, resourcesKind, uri); ok {
+	resources := s.recent(ctx, snap, call, resourcesKind)
+	if r, ok := resources.routes[uri]; ok {
 		return r
 	}
-	tk := cacheKey{snap, call.UserID, call.ThreadID, templatesKind.method}
-	l := s.agg.recalled(tk)
-	if l == nil {
-		l = s.list(ctx, snap, call, templatesKind)
-	}
-	for _, t := range l.templates {
+	for _, t := range s.recent(ctx, snap, call, templatesKind).templates {
 		if t.match.Regexp().MatchString(uri) {
 			return route{server: t.route.server, name: uri}
+		}
+	}
+	if sch := scheme(uri); sch != "" && sch+"://" != RewrittenScheme {
+		owner := ""
+		for _, r := range resources.routes {
+			if scheme(r.name) != sch || r.server == owner {
+				continue
+			}
+			if owner != "" {
+				return route{name: uri} // two servers: no guess
+			}
+			owner = r.server
+		}
+		if owner != "" {
+			return route{server: owner, name: uri}
 		}
 	}
 	return route{name: uri}
@@ -662,8 +890,7 @@ func (s *Server) beforeRead(ctx context.Context, _ any, req *mcp.ReadResourceReq
 }
 
 // readResource is the catch-all template's handler: the read goes to the
-// routed server with the server's own URI (or, unrouted, to each server
-// that offers resources in configuration order, until one has it).
+// routed server with the server's own URI; an unrouted one is not found.
 func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	r, ok := routeOf(req.Params.Meta)
 	if !ok {
@@ -672,16 +899,12 @@ func (s *Server) readResource(ctx context.Context, req mcp.ReadResourceRequest) 
 	if r.err != nil {
 		return nil, r.err
 	}
-	servers := []string{r.route.server}
+	err := fmt.Errorf("resource %q: %w", truncate(r.asked), server.ErrResourceNotFound)
 	if r.route.server == "" {
-		servers = servers[:0]
-		for _, srv := range r.snap.ConnectedServers() {
-			servers = append(servers, srv.Name)
-		}
+		return nil, err
 	}
 	params, _ := json.Marshal(map[string]string{"uri": r.route.name})
-	err := fmt.Errorf("resource %q: %w", truncate(r.asked), server.ErrResourceNotFound)
-	for _, name := range servers {
+	for _, name := range []string{r.route.server} {
 		raw, serr := r.snap.Send(ctx, name, upstreamRequest(r.call, string(mcp.MethodResourcesRead), params), offered("resources", "", string(mcp.MethodResourcesRead), params))
 		if serr != nil {
 			if !errors.Is(serr, errNotOffered) {

@@ -85,6 +85,13 @@ func serveUpstream(record string) {
 		b, _ := json.Marshal(res.Roots)
 		return mcp.NewToolResultText(string(b)), nil
 	})
+	// storm: a list_changed storm on the caller's own stdio session.
+	srv.AddTool(mcp.NewTool("storm"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for range 200 {
+			_ = srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationResourcesListChanged), nil)
+		}
+		return mcp.NewToolResultText("stormed"), nil
+	})
 	_ = server.NewStdioServer(srv).Listen(context.Background(), os.Stdin, os.Stdout)
 }
 

@@ -54,6 +54,19 @@ func (o *owners) owns(id string, p principal.Principal) bool {
 	return ok && owner == p
 }
 
+// ofUser are the live sessions of user's principals.
+func (o *owners) ofUser(user string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ids []string
+	for id, p := range o.by {
+		if p.User == user {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 func (o *owners) remove(id string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
