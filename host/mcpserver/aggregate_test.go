@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -471,7 +472,11 @@ func TestSubscriptionUpdatesAndResourceCompletion(t *testing.T) {
 	h.writeConfig(fmt.Sprintf(`, "watch": {"type": "http", "url": %q, "protocol_version": "2025-11-25"}`, watchServer(t)))
 	h.cache.Rebuild()
 	updates := make(chan string, 4)
-	subscriber := h.client("2025-11-25", "alice")
+	// The update is a notification outside any request of the subscriber's
+	// (the upstream sends it during the touch call, but it reaches the door
+	// on its own): it is delivered on the session's GET stream, which the
+	// subscriber keeps open, whenever it is sent.
+	subscriber := (&host{t: t, url: h.url}).client("2025-11-25", h.key("alice"), transport.WithContinuousListening())
 	subscriber.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == mcp.MethodNotificationResourceUpdated {
 			uri, _ := n.Params.AdditionalFields["uri"].(string)
@@ -488,8 +493,6 @@ func TestSubscriptionUpdatesAndResourceCompletion(t *testing.T) {
 	if err := subscriber.Subscribe(testCtx(t), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "watch://a"}}); err != nil {
 		t.Fatal(err)
 	}
-	// The update comes while the subscriber's own call is in flight, so its
-	// POST stream carries it.
 	if res := call(t, subscriber, "watch_touch", map[string]any{}, nil); textOf(res) != "touched" {
 		t.Fatalf("touch: %+v", res)
 	}
