@@ -386,55 +386,10 @@ func (c *Conn) ListTools(ctx context.Context) ([]Tool, error) {
 }
 
 // CallTool calls the tool named name (the server's own name) and returns the
-// raw CallToolResult. A JSON-RPC error from the server is an *RPCError.
-//
-// Before 2026-07-28 the call is sent raw (Request): the result goes back as
-// the server wrote it, with no typed decode by mcp-go that Antler would
-// throw away, and the relay, the result cap and cancellation are the same
-// as for any request. On a 2026-07-28 connection mcp-go's CallTool sends
-// it, since a server there may answer input_required and mcp-go drives
-// that exchange (its input requests relayed by inputHandler) until the
-// final result, which is captured raw.
+// raw CallToolResult, sent raw (roundtrip.go). A JSON-RPC error from the
+// server is an *RPCError.
 func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
-	if !mcp.IsModernProtocol(c.protocol) {
-		params, err := json.Marshal(callParams{Name: name, Arguments: args, Meta: meta})
-		if err != nil {
-			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
-		}
-		return c.Request(ctx, string(mcp.MethodToolsCall), params)
-	}
-	ctx, capt := withCapture(ctx, string(mcp.MethodToolsCall))
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	if len(args) > 0 {
-		req.Params.Arguments = args
-	}
-	if len(meta) > 0 {
-		req.Params.Meta = &mcp.Meta{AdditionalFields: meta}
-	}
-	_, err := c.client.CallTool(ctx, req)
-	raw, rpcErr := capt.last()
-	if err != nil {
-		if err := ended(ctx, err); err != nil {
-			return nil, err
-		}
-		if rpcErr != nil && raw == nil {
-			return nil, rpcErr
-		}
-		return nil, classify(err)
-	}
-	if raw == nil {
-		return nil, errors.New("tools/call: no result captured")
-	}
-	return raw, nil
-}
-
-// callParams are a tools/call request's params as the raw path sends them,
-// the fields mcp-go's CallToolParams would write on a legacy connection.
-type callParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Meta      map[string]any  `json:"_meta,omitempty"`
+	return c.callRaw(ctx, name, args, meta)
 }
 
 // ended is the error of a request that failed because its ctx ended, or
