@@ -203,6 +203,12 @@ func New(opts Options) *Server {
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) { s.sync(ctx) })
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
+	// The first tool set is served before a session is initialized, so the
+	// notifications/tools/list_changed mcp-go sends for it reaches no
+	// session: one that got it would have every later answer upgraded to a
+	// resumable SSE stream (mcp-go keeps the upgrade for the session's
+	// life), where a plain call is cheaper as one JSON body.
+	hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
 	s.clients.hook(hooks)

@@ -408,32 +408,10 @@ func (c *Conn) ListTools(ctx context.Context) ([]Tool, error) {
 }
 
 // CallTool calls the tool named name (the server's own name) and returns the
-// raw CallToolResult. A JSON-RPC error from the server is an *RPCError.
+// raw CallToolResult, sent raw (roundtrip.go). A JSON-RPC error from the
+// server is an *RPCError.
 func (c *Conn) CallTool(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
-	ctx, capt := withCapture(ctx, string(mcp.MethodToolsCall))
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	if len(args) > 0 {
-		req.Params.Arguments = args
-	}
-	if len(meta) > 0 {
-		req.Params.Meta = &mcp.Meta{AdditionalFields: meta}
-	}
-	_, err := c.client.CallTool(ctx, req)
-	raw, rpcErr := capt.last()
-	if err != nil {
-		if err := ended(ctx, err); err != nil {
-			return nil, err
-		}
-		if rpcErr != nil && raw == nil {
-			return nil, rpcErr
-		}
-		return nil, classify(err)
-	}
-	if raw == nil {
-		return nil, errors.New("tools/call: no result captured")
-	}
-	return raw, nil
+	return c.callRaw(ctx, name, args, meta)
 }
 
 // ended is the error of a request that failed because its ctx ended, or

@@ -1,0 +1,130 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The raw tools/call. mcp-go's CallTool decodes every result into a typed
+// CallToolResult that Antler throws away (it keeps the bytes), so calls go
+// through Request instead, and the multi round-trip exchange of 2026-07-28
+// (SEP-2322: a result of resultType input_required, whose questions the
+// call's relay answers before the call is sent again with the answers) is
+// driven here with mcp-go's limits. Only a result that says input_required
+// is decoded.
+
+const (
+	// maxInputRoundTrips bounds the retries of one call with answers, as
+	// mcp-go's client does by default.
+	maxInputRoundTrips = 10
+	// maxLoadShedding bounds consecutive input_required results asking for
+	// nothing (a server shedding load), as mcp-go's client does.
+	maxLoadShedding = 3
+)
+
+// callParams are a tools/call request's params as the raw path sends them:
+// the fields mcp-go's CallToolParams writes.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      map[string]any  `json:"_meta,omitempty"`
+	mcp.MultiRoundTripParams
+}
+
+// callRaw sends tools/call with Request (relay, result cap, protocol _meta,
+// cancellation) and answers input_required results until the final one.
+func (c *Conn) callRaw(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
+	p := callParams{Name: name, Arguments: args, Meta: meta}
+	shed := 0
+	for attempt := 1; ; attempt++ {
+		params, err := json.Marshal(p)
+		if err != nil {
+			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
+		}
+		raw, err := c.Request(ctx, string(mcp.MethodToolsCall), params)
+		if err != nil || !bytes.Contains(raw, []byte(`"input_required"`)) {
+			return raw, err
+		}
+		res, err := mcp.ParseCallToolResult((*json.RawMessage)(&raw))
+		if err != nil || !res.NeedsInput() {
+			return raw, nil // the words were in the content; the bytes stay the server's
+		}
+		if shed = shed + 1; len(res.InputRequests) > 0 {
+			shed = 0
+		}
+		switch {
+		case shed >= maxLoadShedding:
+			return nil, fmt.Errorf("tools/call: %w: server asked to retry %d times without requesting input", client.ErrMaxInputRoundTripsExceeded, shed)
+		case attempt >= maxInputRoundTrips:
+			return nil, fmt.Errorf("tools/call: %w (%d)", client.ErrMaxInputRoundTripsExceeded, maxInputRoundTrips)
+		}
+		answers, err := c.answerInputs(ctx, res.InputRequests)
+		if err != nil {
+			return nil, err
+		}
+		p.MultiRoundTripParams = mcp.MultiRoundTripParams{InputResponses: answers, RequestState: res.RequestState}
+	}
+}
+
+// answerInputs asks the call's relay each question of an input_required
+// result, at once (they are independent); the first failure fails all.
+func (c *Conn) answerInputs(ctx context.Context, requests mcp.InputRequests) (mcp.InputResponses, error) {
+	if len(requests) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := inputHandler{c.relays}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		answers  = make(mcp.InputResponses, len(requests))
+		firstErr error
+	)
+	for id, req := range requests {
+		wg.Go(func() {
+			ans, err := h.answer(ctx, req)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("multi round-trip: input request %q: %w", id, err)
+					cancel()
+				}
+				return
+			}
+			answers[id] = ans
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return answers, nil
+}
+
+// answer asks the relay one question. Roots are not offered upstream, so a
+// roots/list question is refused, as mcp-go refuses it without a handler.
+func (h inputHandler) answer(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	switch {
+	case req.Method == mcp.MethodElicitationCreate && req.Elicitation != nil:
+		var res mcp.ElicitationResult
+		if err := h.ask(ctx, string(req.Method), req.Elicitation, &res); err != nil {
+			return mcp.InputResponse{}, err
+		}
+		return mcp.NewElicitationInputResponse(res), nil
+	case req.Method == mcp.MethodSamplingCreateMessage && req.Sampling != nil:
+		var res mcp.CreateMessageResult
+		if err := h.ask(ctx, string(req.Method), req.Sampling, &res); err != nil {
+			return mcp.InputResponse{}, err
+		}
+		return mcp.NewSamplingInputResponse(res), nil
+	}
+	return mcp.InputResponse{}, fmt.Errorf("unsupported input request %q", req.Method)
+}
