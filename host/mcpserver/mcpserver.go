@@ -196,19 +196,15 @@ func New(opts Options) *Server {
 		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
 	}
 	hooks := &server.Hooks{}
-	// The first sync at the first initialize: the initializing session is
-	// not yet initialized, so mcp-go's SetTools announces the first tool set
-	// to nobody (at a later tools/list it would send a spurious
-	// notifications/tools/list_changed to the client listing).
-	hooks.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, _ *mcp.InitializeResult) { s.sync(ctx) })
+	// The tool set is synced before a session is initialized, so the
+	// notifications/tools/list_changed mcp-go sends for the first set reaches
+	// no session: a client would hear a spurious change, and a session that
+	// got a notification has every later answer upgraded to a resumable SSE
+	// stream (mcp-go keeps the upgrade for the session's life), where a plain
+	// call is cheaper as one JSON body.
+	hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) { s.sync(ctx) })
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
-	// The first tool set is served before a session is initialized, so the
-	// notifications/tools/list_changed mcp-go sends for it reaches no
-	// session: one that got it would have every later answer upgraded to a
-	// resumable SSE stream (mcp-go keeps the upgrade for the session's
-	// life), where a plain call is cheaper as one JSON body.
-	hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
 	s.clients.hook(hooks)
