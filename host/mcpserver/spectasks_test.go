@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,11 +23,10 @@ import (
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/spectask"
 	"github.com/antler-mcp/antler/host/task"
-	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
-	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 const submitTool = "reports_submit_report"
@@ -43,31 +41,11 @@ func newTaskHost(t *testing.T, headersFromContext string, keys ...settings.Key) 
 	if headersFromContext != "" {
 		extra = `"headers_from_context": ` + headersFromContext + `,`
 	}
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, %s
-		"task_toolsets": [{"name": "report-generation",
-			"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`,
-		testmcp.StartReportsHTTP(t)+"/mcp", extra)
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
-		t.Fatal(err)
-	}
-	cfg := task.DefaultConfig()
-	cfg.Enabled = true
-	cfg.PollIntervalSeconds = 1
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
+	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, %s %s}}}`,
+		testmcp.StartReportsHTTP(t)+"/mcp", extra, testtask.ReportsToolset)
+	rt := testtask.New(t, doc, testtask.FastConfig())
+	cache, svc := rt.Cache, rt.Service
 	svc.Start()
-	t.Cleanup(svc.Stop)
 	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Tasks: svc})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })

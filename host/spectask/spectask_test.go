@@ -20,8 +20,8 @@ import (
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
-	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -42,30 +42,9 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, testmcp.BuildReports(t))
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
-		t.Fatal(err)
-	}
-	cfg := task.DefaultConfig()
-	cfg.Enabled = true
-	cfg.PollIntervalSeconds = 1
-	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
-	ts.Start()
-	t.Cleanup(ts.Stop)
-	return &rig{t: t, svc: spectask.New(ts, nil), ts: ts, store: store}
+	rt := testtask.New(t, fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, %s}}}`, testmcp.BuildReports(t), testtask.ReportsToolset), testtask.FastConfig())
+	rt.Service.Start()
+	return &rig{t: t, svc: spectask.New(rt.Service, nil), ts: rt.Service, store: rt.Store}
 }
 
 // request is what the door builds from the reports toolset's submit tool.

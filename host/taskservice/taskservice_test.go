@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 // rig is a service over a real SQLite store and the real reports server
@@ -28,34 +27,11 @@ type rig struct {
 
 func newRig(t *testing.T, cfg task.Config) *rig {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, testmcp.BuildReports(t))
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
-		t.Fatal(err)
-	}
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
-	t.Cleanup(svc.Stop)
-	return &rig{t: t, svc: svc, store: store, cache: cache}
+	rt := testtask.New(t, fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, %s}}}`, testmcp.BuildReports(t), testtask.ReportsToolset), cfg)
+	return &rig{t: t, svc: rt.Service, store: rt.Store, cache: rt.Cache}
 }
 
-func fastConfig() task.Config {
-	cfg := task.DefaultConfig()
-	cfg.Enabled = true
-	cfg.PollIntervalSeconds = 1
-	return cfg
-}
+func fastConfig() task.Config { return testtask.FastConfig() }
 
 func (r *rig) submit(args string) taskstore.Task {
 	r.t.Helper()

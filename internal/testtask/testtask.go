@@ -1,0 +1,62 @@
+// Package testtask builds a real durable task runtime for tests: the tool
+// cache over a config file, a SQLite task store and the task service with
+// the ordinary driver, every part closed when the test ends.
+package testtask
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/taskservice"
+	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/toolcache"
+)
+
+// ReportsToolset is the task_toolsets entry of the reports example server
+// (examples/mcpserver/reports), to put in its server's config.
+const ReportsToolset = `"task_toolsets": [{"name": "report-generation",
+	"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]`
+
+// Runtime is one test's task runtime.
+type Runtime struct {
+	Cache   *toolcache.Cache
+	Store   *taskstore.Store
+	Service *taskservice.Service
+}
+
+// New writes doc as the extensions_config.json of a new tool cache and
+// builds the store and the service over it. The service is not started
+// (Start it when the test wants polling); it is stopped at the end.
+func New(t testing.TB, doc string, cfg task.Config) *Runtime {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var drivers task.Registry
+	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
+		t.Fatal(err)
+	}
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
+	t.Cleanup(svc.Stop)
+	return &Runtime{Cache: cache, Store: store, Service: svc}
+}
+
+// FastConfig is the runtime's default config, enabled, polling every second.
+func FastConfig() task.Config {
+	cfg := task.DefaultConfig()
+	cfg.Enabled = true
+	cfg.PollIntervalSeconds = 1
+	return cfg
+}
