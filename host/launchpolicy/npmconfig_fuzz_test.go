@@ -2,6 +2,7 @@ package launchpolicy
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,13 @@ func FuzzNpmConfigSpelling(f *testing.F) {
 	f.Add(uint16(0), ^uint64(0), uint8(4), "-leading-dash")
 	f.Add(uint16(3), uint64(0), uint8(1), "")
 	keys := append(append(append([]string{}, npmPathConfigs()...), npmCommandConfigs()...), npmCodeConfigs()...)
+	// A value npm parses as an option of its own: "--git=-cBBB" sets git to
+	// "" and then call, through the shorthands -c and -B; the message must
+	// name --git, not the value.
+	for form := range uint8(8) {
+		f.Add(uint16(slices.Index(keys, "git")), uint64(0), form, "-cBBB")
+		f.Add(uint16(slices.Index(keys, "git")), uint64(0), form, "--cBBB")
+	}
 	p := New()
 	f.Fuzz(func(t *testing.T, pick uint16, mask uint64, form uint8, value string) {
 		key := keys[int(pick)%len(keys)]

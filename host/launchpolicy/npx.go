@@ -229,7 +229,7 @@ func noptParse(in []npxToken) (sets []npmAssign, remain []npxToken, ok bool) {
 		if at := strings.IndexByte(arg, '='); at >= 0 {
 			hadEq = true
 			left := npxToken{text: arg[:at], disp: args[i].disp}
-			args = slices.Replace(args, i, i+1, left, npxToken{text: arg[at+1:]})
+			args = slices.Replace(args, i, i+1, left, valuePiece(arg[at+1:], left))
 			arg = left.text
 		}
 		if exp, ok := noptResolveShort(arg); ok {
@@ -435,4 +435,21 @@ func jsSpace(r rune) bool {
 		return true
 	}
 	return unicode.Is(unicode.Zs, r)
+}
+
+// valuePiece is the token nopt makes of the value of "--opt=value", which it
+// parses again as an option when opt does not take it. A value that names a
+// config ("--yes=--call=code") is reported by that name, as spelled; any
+// other ("--git=-cBBB", a shorthand cluster whose letters are a payload too)
+// by the option it was the value of, so that a message never shows a value.
+func valuePiece(value string, opt npxToken) npxToken {
+	name, _, _ := strings.Cut(value, "=")
+	key := strings.TrimLeft(name, "-")
+	for len(key) >= 3 && (key[0]|0x20) == 'n' && (key[1]|0x20) == 'o' && key[2] == '-' {
+		key = key[3:]
+	}
+	if key != "" && npmAbbrev(key) != "" {
+		return npxToken{text: value}
+	}
+	return npxToken{text: value, disp: opt.flag()}
 }
