@@ -34,11 +34,13 @@ func TestCallOverlap(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := newEnv(t)
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(e.ws)()
 
 	// A and B overlap: both snapshots of each bracket both writes.
-	a := virtualpath.Begin(e.root, e.ws, e.ws)
-	b := virtualpath.Begin(e.root, e.ws, e.ws)
-	elsewhere := virtualpath.Begin(other.root, other.ws, other.ws)
+	a := w.Begin(e.root, e.ws, e.ws)
+	b := w.Begin(e.root, e.ws, e.ws)
+	elsewhere := w.Begin(other.root, other.ws, other.ws)
 	write(t, filepath.Join(e.ws, "a.txt"), "a")
 	write(t, filepath.Join(e.ws, "a-side.log"), "a")
 	write(t, filepath.Join(e.ws, "b.txt"), "b")
@@ -60,7 +62,7 @@ func TestCallOverlap(t *testing.T) {
 	}
 
 	// One after the other: every change is the call's own.
-	c := virtualpath.Begin(e.root, e.ws, e.ws)
+	c := w.Begin(e.root, e.ws, e.ws)
 	write(t, filepath.Join(e.ws, "c1.txt"), "c")
 	write(t, filepath.Join(e.ws, "c2.txt"), "c")
 	gotC := c.Rewrite(textResult("done"))
