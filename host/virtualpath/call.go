@@ -86,7 +86,7 @@ type Call struct {
 // find them built. Calls hold them too, so Acquire is an optimisation only.
 func (w *Watcher) Acquire(workspace string) (release func()) {
 	w.mu.Lock()
-	t := w.acquireLocked(workspace)
+	t, _ := w.acquireLocked(workspace)
 	w.mu.Unlock()
 	return sync.OnceFunc(func() {
 		w.mu.Lock()
@@ -96,16 +96,17 @@ func (w *Watcher) Acquire(workspace string) (release func()) {
 }
 
 // acquireLocked returns the tree of ws with one more reference, building
-// it on the first.
-func (w *Watcher) acquireLocked(ws string) *tree {
-	t := w.trees[ws]
+// it on the first (built is then true).
+func (w *Watcher) acquireLocked(ws string) (t *tree, built bool) {
+	t = w.trees[ws]
 	if t == nil {
 		t = &tree{ws: ws, calls: map[*Call]bool{}, wds: map[int32]string{}}
 		w.trees[ws] = t
 		w.buildLocked(t)
+		built = true
 	}
 	t.refs++
-	return t
+	return t, built
 }
 
 // releaseLocked drops a reference to t; the last removes its watches.
@@ -159,9 +160,9 @@ func (w *Watcher) recordLocked(t *tree, p string) {
 // caller must call End (Rewrite and Text do not).
 func (w *Watcher) Begin(root, workspace, cwd string) *Call {
 	w.mu.Lock()
-	t := w.acquireLocked(workspace)
+	t, built := w.acquireLocked(workspace)
 	w.drainLocked() // what is queued now happened before the call
-	if t.dirty || t.mode == modeTooLarge {
+	if !built && (t.dirty || t.mode == modeTooLarge) {
 		w.loseLocked(t) // events in the gap between the watches would be missed
 		w.unwatchLocked(t)
 		w.buildLocked(t)
