@@ -161,8 +161,15 @@ func (w *Watcher) recordLocked(t *tree, p string) {
 func (w *Watcher) Begin(root, workspace, cwd string) *Call {
 	w.mu.Lock()
 	t, built := w.acquireLocked(workspace)
+	stillLarge := false
+	if !built && !t.dirty && t.mode == modeTooLarge {
+		// Counted without the lock, which every workspace's calls take.
+		w.mu.Unlock()
+		stillLarge = w.tooLarge(workspace)
+		w.mu.Lock()
+	}
 	w.drainLocked() // what is queued now happened before the call
-	if !built && (t.dirty || t.mode == modeTooLarge) {
+	if !built && (t.dirty || (t.mode == modeTooLarge && !stillLarge)) {
 		w.loseLocked(t) // events in the gap between the watches would be missed
 		w.unwatchLocked(t)
 		w.buildLocked(t)

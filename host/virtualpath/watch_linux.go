@@ -47,7 +47,7 @@ func (w *Watcher) buildLocked(t *tree) {
 		t.dirty = true
 		return
 	}
-	if tooLarge(t.ws, w.maxFiles) {
+	if w.tooLarge(t.ws) {
 		// Counted before watching, so a workspace that stays too large
 		// costs each call a bounded walk, not watches added and removed.
 		w.setModeLocked(t, modeTooLarge)
@@ -80,10 +80,10 @@ func (w *Watcher) degradeLocked(t *tree, err error) {
 	}
 }
 
-// tooLarge reports whether dir holds more than bound files and folders
+// tooLarge reports whether dir holds more than maxFiles files and folders
 // (excluded folders skipped), reading folders without a stat of any file.
-func tooLarge(dir string, bound int) bool {
-	n := 0
+func (w *Watcher) tooLarge(dir string) bool {
+	n, bound := 0, w.maxFiles
 	var walk func(string) bool
 	walk = func(dir string) bool {
 		if n++; n > bound {

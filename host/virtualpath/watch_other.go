@@ -16,3 +16,6 @@ func (w *Watcher) buildLocked(t *tree) {
 func (w *Watcher) drainLocked()          {}
 func (w *Watcher) unwatchLocked(t *tree) {}
 func (w *Watcher) closeLocked()          {}
+
+// tooLarge is never asked: nothing is modeTooLarge here.
+func (w *Watcher) tooLarge(string) bool { return false }
