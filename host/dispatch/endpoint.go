@@ -37,6 +37,10 @@ type Options struct {
 	Pool    *sessionpool.Pool[*upstream.Conn]
 	DataDir string
 	Version string
+	// Watcher finds the files a stdio call changes in its thread's
+	// workspace; one should serve every endpoint of the pool, so calls of
+	// two servers in one thread see each other (nil: the endpoint's own).
+	Watcher *virtualpath.Watcher
 	// OnNotification receives the server's unsolicited notifications
 	// (upstream.Options.OnNotification) with the connection they came on:
 	// a stdio session's user and thread, none for a shared connection. It
@@ -65,6 +69,7 @@ type Endpoint struct {
 	pool    *sessionpool.Pool[*upstream.Conn]
 	dataDir string
 	version string
+	watcher *virtualpath.Watcher
 	onNote  func(Notification)
 
 	mu     sync.Mutex
@@ -79,7 +84,10 @@ func NewEndpoint(srv *config.Server, opts Options) *Endpoint {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ep := &Endpoint{server: srv, opts: opts.Upstream, log: log, conn: opts.Conn,
-		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, onNote: opts.OnNotification}
+		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, watcher: opts.Watcher, onNote: opts.OnNotification}
+	if ep.watcher == nil {
+		ep.watcher = virtualpath.NewWatcher()
+	}
 	ep.opts.OnNotification = ep.notifier("", "")
 	return ep
 }
@@ -211,7 +219,7 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 	}
 	var vc *virtualpath.Call // nil: no thread folders, nothing translated
 	if pt != nil && translate {
-		vc = virtualpath.Begin(pt.Root, pt.Workspace, pt.cwd)
+		vc = ep.watcher.Begin(pt.Root, pt.Workspace, pt.cwd)
 		defer vc.End()
 	}
 	raw, err := send(cctx, conn, req, meta)
@@ -342,9 +350,20 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		if pt != nil && ep.server.Cwd == "" {
 			opts.Workspace = pt.Workspace
 		}
+		var unwatch func()
+		if pt != nil {
+			// The workspace is watched for the session's life: its calls
+			// find the watches built.
+			unwatch = ep.watcher.Acquire(pt.Workspace)
+			opts.OnClose = unwatch
+		}
 		ictx, icancel := withTimeout(dial, ep.server.SessionInitTimeout)
 		defer icancel()
-		return upstream.Dial(ictx, srv, opts)
+		conn, err := upstream.Dial(ictx, srv, opts)
+		if err != nil && unwatch != nil {
+			unwatch() // not every failed dial closes its connection
+		}
+		return conn, err
 	})
 	return conn, key, pt, release, err
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/antler-mcp/antler/host/oauth"
 	"github.com/antler-mcp/antler/host/sessionpool"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/host/virtualpath"
 	"github.com/antler-mcp/antler/plugins"
 )
 
@@ -93,6 +94,9 @@ type Cache struct {
 	// pool keeps stdio sessions per (server, user:thread) across rebuilds:
 	// only the sessions of a server whose settings changed are retired.
 	pool *sessionpool.Pool[*upstream.Conn]
+	// watcher finds the files stdio calls change, for every workspace the
+	// pool's sessions run in.
+	watcher *virtualpath.Watcher
 
 	mu         sync.Mutex
 	signer     config.Signer     // guarded by mu
@@ -157,7 +161,7 @@ func New(opts Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	dir, _ := os.Getwd()
-	return &Cache{opts: opts, log: log, dir: dir, signer: config.ConfigSigner(), pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
+	return &Cache{opts: opts, log: log, dir: dir, signer: config.ConfigSigner(), watcher: virtualpath.NewWatcher(), pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
 		MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned})}
 }
 
@@ -434,7 +438,7 @@ func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error
 	if err != nil {
 		return nil, "", config.Signature{}, zero, err
 	}
-	snap := build(ext, c.opts, c.log, loaded, c.pool, c.notify)
+	snap := build(ext, c.opts, c.log, loaded, c.pool, c.watcher, c.notify)
 	snap.ConfigPath = path
 	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
 
@@ -513,7 +517,7 @@ func (c *Cache) pluginsChangedLocked() bool {
 
 // build connects to every enabled server concurrently and assembles the
 // snapshot in configuration order.
-func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], notify func(dispatch.Notification)) *Snapshot {
+func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], watcher *virtualpath.Watcher, notify func(dispatch.Notification)) *Snapshot {
 	servers := ext.Enabled()
 	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log})
 	// uoptsFor gives each server its base headers: static, plus the cached
@@ -611,7 +615,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		if srv.IsStdio() {
 			st.ProtocolVersion = r.protocol
 			sum := sha256.Sum256(srv.Slice())
-			eopts.Pool, eopts.DataDir, eopts.Version = pool, opts.DataDir, hex.EncodeToString(sum[:8])
+			eopts.Pool, eopts.DataDir, eopts.Version, eopts.Watcher = pool, opts.DataDir, hex.EncodeToString(sum[:8]), watcher
 			snap.slices[srv.Name] = srv.Slice()
 		} else {
 			st.ProtocolVersion = r.conn.ProtocolVersion()

@@ -72,6 +72,11 @@ type Options struct {
 	// stderr closed), so a pool can evict the session before the next call
 	// fails. Not called for a Close.
 	OnExit func()
+	// OnClose is called once when Close has ended the connection (for
+	// stdio, once the child is reaped), whatever ended it: a pool's owner
+	// closes every session, so it marks the session's end for state kept
+	// beside it (a workspace's watches).
+	OnClose func()
 	// Workspace is set when the host chose the stdio child's working
 	// directory, a thread workspace agents can write: the launcher is then
 	// kept from reading configuration there (see confine.go).
@@ -154,6 +159,7 @@ type Conn struct {
 	closing   atomic.Bool
 	onExit    func()
 	exitOnce  sync.Once
+	onClose   func()
 }
 
 // exited runs when the child's stderr ends.
@@ -179,7 +185,7 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	}
 	log = log.With("server", srv.Name)
 	connCtx, cancel := context.WithCancel(context.Background())
-	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, workspace: opts.Workspace}
+	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, onClose: opts.OnClose, workspace: opts.Workspace}
 	limit := srv.MaxResultBytes
 	if limit <= 0 {
 		limit = opts.MaxResultBytes
@@ -460,6 +466,9 @@ func (c *Conn) Close() error {
 			t.Stop()
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-waited
+		}
+		if c.onClose != nil {
+			c.onClose()
 		}
 	})
 	return c.closeErr

@@ -2,50 +2,188 @@ package virtualpath
 
 import (
 	"encoding/json"
+	"os"
+	"sort"
 	"sync"
 )
 
-// Call is one stdio tool call seen from its thread's folders: it snapshots
-// the workspace before the call and, after it, translates the result and
-// lists the files the call changed.
-//
-// Calls in one workspace are tracked while they run. A call that overlapped
-// another (either started while the other was between its two snapshots)
-// cannot tell its writes from the other's, so it reports only the changed
-// files its result names (by path or, for a file-like name, bare). Writes
-// this host does not make (another process, another host on the same data
-// folder) are not tracked.
-type Call struct {
-	root, workspace, cwd string
-	before               map[string]Stamp
-	ended                bool
-	overlapped           bool // guarded by inflight.mu
+// Watcher finds the files stdio calls change, per workspace, and tracks the
+// calls running in each. On Linux one inotify instance serves every
+// workspace: a workspace's folders are watched from its first Acquire (a
+// stdio session starting) or call until its last release, so a call costs
+// two non-blocking reads of the queue and an lstat per file it touched,
+// whatever the size of the workspace. Where watches cannot be had (another
+// system, the watch limit reached, a missing workspace) a call snapshots the
+// workspace before and after instead (Snapshot, Changed). One Watcher should
+// serve every endpoint that shares workspaces, so calls of two servers in
+// one thread see each other. It is safe for concurrent use.
+type Watcher struct {
+	mu        sync.Mutex
+	trees     map[string]*tree // by workspace
+	seq       uint64           // advanced by each read of the queue that returned events
+	maxFiles  int              // bound of a watched workspace's files and folders (maxFiles)
+	maxEvents int              // bound of one tree's events (maxFiles)
+	ino       inotify          // the platform's part, guarded by mu
 }
 
-// inflight holds the running calls of each workspace.
-var inflight = struct {
-	mu sync.Mutex
-	m  map[string]map[*Call]bool
-}{m: map[string]map[*Call]bool{}}
+// NewWatcher returns a watcher holding nothing: its inotify instance is
+// opened with the first watched workspace and closed with the last.
+func NewWatcher() *Watcher {
+	return &Watcher{trees: map[string]*tree{}, maxFiles: maxFiles, maxEvents: maxFiles, ino: newInotify()}
+}
+
+// mode is how a workspace's changes are found.
+type mode int
+
+const (
+	modeWatch    mode = iota // inotify events
+	modeWalk                 // snapshots before and after each call
+	modeTooLarge             // more than maxFiles files and folders: nothing is reported
+)
+
+// tree is one workspace's state: its watches, its running calls and the
+// files written while they run.
+type tree struct {
+	ws    string
+	refs  int // sessions and calls holding it
+	calls map[*Call]bool
+	mode  mode
+	// dirty asks the next call to build the watches again: the queue
+	// overflowed, the workspace folder was moved or deleted, or it did not
+	// exist yet.
+	dirty bool
+	// events holds the files with events read while calls run, with the
+	// queue read that saw them last; a call's changed files are those read
+	// after its Begin. Emptied when no call runs, bounded by maxEvents.
+	events map[string]uint64
+	wds    map[int32]string // the watched folders
+}
+
+// Call is one stdio tool call seen from its thread's folders: after it, it
+// translates the result and lists the files the call changed.
+//
+// Calls in one workspace are tracked while they run. A call that overlapped
+// another (either started while the other ran) cannot tell its writes from
+// the other's, so it reports only the changed files its result names (by
+// path or, for a file-like name, bare). Writes this host does not make
+// (another process, another host on the same data folder) are not told
+// apart from the call's.
+type Call struct {
+	w                    *Watcher
+	t                    *tree
+	root, workspace, cwd string
+	mode                 mode
+	seq                  uint64           // the queue read before the call
+	before               map[string]Stamp // modeWalk: the snapshot before
+	// Guarded by w.mu:
+	ended      bool
+	overlapped bool
+	lost       bool // events were lost while it ran: it reports nothing
+}
+
+// Acquire keeps workspace's watches from now until release is called (it
+// is idempotent): a stdio session holds them for its life, so its calls
+// find them built. Calls hold them too, so Acquire is an optimisation only.
+func (w *Watcher) Acquire(workspace string) (release func()) {
+	w.mu.Lock()
+	t, _ := w.acquireLocked(workspace)
+	w.mu.Unlock()
+	return sync.OnceFunc(func() {
+		w.mu.Lock()
+		w.releaseLocked(t)
+		w.mu.Unlock()
+	})
+}
+
+// acquireLocked returns the tree of ws with one more reference, building
+// it on the first (built is then true).
+func (w *Watcher) acquireLocked(ws string) (t *tree, built bool) {
+	t = w.trees[ws]
+	if t == nil {
+		t = &tree{ws: ws, calls: map[*Call]bool{}, wds: map[int32]string{}}
+		w.trees[ws] = t
+		w.buildLocked(t)
+		built = true
+	}
+	t.refs++
+	return t, built
+}
+
+// releaseLocked drops a reference to t; the last removes its watches.
+func (w *Watcher) releaseLocked(t *tree) {
+	if t.refs--; t.refs > 0 {
+		return
+	}
+	w.unwatchLocked(t)
+	delete(w.trees, t.ws)
+	if len(w.trees) == 0 {
+		w.closeLocked()
+	}
+}
+
+// setModeLocked changes how t is tracked; leaving modeWatch loses the
+// events of the calls that rely on them.
+func (w *Watcher) setModeLocked(t *tree, m mode) {
+	if t.mode == modeWatch && m != modeWatch {
+		w.loseLocked(t)
+	}
+	t.mode = m
+}
+
+// loseLocked marks t's running calls as having lost events.
+func (w *Watcher) loseLocked(t *tree) {
+	for c := range t.calls {
+		c.lost = true
+	}
+	t.events = nil
+}
+
+// recordLocked notes an event on file p at the current queue read, when a
+// call runs to want it. Past maxEvents files the running calls lose theirs:
+// an agent writing a million files in one call cannot grow it unbounded.
+func (w *Watcher) recordLocked(t *tree, p string) {
+	if len(t.calls) == 0 {
+		return
+	}
+	if t.events == nil {
+		t.events = map[string]uint64{}
+	}
+	if _, ok := t.events[p]; !ok && len(t.events) >= w.maxEvents {
+		w.loseLocked(t)
+		return
+	}
+	t.events[p] = w.seq
+}
 
 // Begin registers a call in workspace (inside the user-data folder root,
-// with the server working in cwd) and snapshots the workspace. The caller
-// must call End (Rewrite and Text do not).
-func Begin(root, workspace, cwd string) *Call {
-	c := &Call{root: root, workspace: workspace, cwd: cwd}
-	inflight.mu.Lock()
-	running := inflight.m[workspace]
-	if running == nil {
-		running = map[*Call]bool{}
-		inflight.m[workspace] = running
+// with the server working in cwd) and marks where its changes start. The
+// caller must call End (Rewrite and Text do not).
+func (w *Watcher) Begin(root, workspace, cwd string) *Call {
+	w.mu.Lock()
+	t, built := w.acquireLocked(workspace)
+	stillLarge := false
+	if !built && !t.dirty && t.mode == modeTooLarge {
+		// Counted without the lock, which every workspace's calls take.
+		w.mu.Unlock()
+		stillLarge = w.tooLarge(workspace)
+		w.mu.Lock()
 	}
-	for other := range running {
+	w.drainLocked() // what is queued now happened before the call
+	if !built && (t.dirty || (t.mode == modeTooLarge && !stillLarge)) {
+		w.loseLocked(t) // events in the gap between the watches would be missed
+		w.unwatchLocked(t)
+		w.buildLocked(t)
+	}
+	c := &Call{w: w, t: t, root: root, workspace: workspace, cwd: cwd, mode: t.mode, seq: w.seq}
+	for other := range t.calls {
 		other.overlapped, c.overlapped = true, true
 	}
-	running[c] = true
-	inflight.mu.Unlock()
-	// Registered first, so a call starting during the snapshot is seen.
-	c.before = Snapshot(workspace)
+	t.calls[c] = true
+	w.mu.Unlock()
+	if c.mode == modeWalk {
+		// Registered first, so a call starting during the snapshot is seen.
+		c.before = Snapshot(workspace)
+	}
 	return c
 }
 
@@ -54,36 +192,81 @@ func (c *Call) End() {
 	if c == nil {
 		return
 	}
-	inflight.mu.Lock()
-	defer inflight.mu.Unlock()
-	c.end()
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	c.endLocked()
 }
 
-// end unregisters c; inflight.mu must be held.
-func (c *Call) end() {
+// endLocked unregisters c, forgets the events no running call needs, and
+// releases the tree.
+func (c *Call) endLocked() {
 	if c.ended {
 		return
 	}
 	c.ended = true
-	running := inflight.m[c.workspace]
-	delete(running, c)
-	if len(running) == 0 {
-		delete(inflight.m, c.workspace)
+	t := c.t
+	delete(t.calls, c)
+	if len(t.calls) == 0 {
+		t.events = nil
+	} else if len(t.events) > 0 {
+		oldest := c.w.seq
+		for o := range t.calls {
+			oldest = min(oldest, o.seq)
+		}
+		for p, s := range t.events {
+			if s <= oldest {
+				delete(t.events, p)
+			}
+		}
 	}
+	c.w.releaseLocked(t)
 }
 
-// Rewrite finds the files the call changed (the second snapshot is taken
-// while the call is still registered, then it ends), translates raw and
-// lists them in _meta. On nil it returns raw.
+// changed lists the files the call created or modified, sorted, and ends
+// it; it also reports whether it overlapped another call.
+func (c *Call) changed() ([]string, bool) {
+	var out []string
+	if c.mode == modeWalk {
+		// Taken while the call is still registered.
+		out = Changed(c.workspace, c.before)
+	}
+	w := c.w
+	w.mu.Lock()
+	var candidates []string
+	if c.mode == modeWatch && !c.ended {
+		// The server's writes returned before its answer was sent, so
+		// their events are queued by now.
+		w.drainLocked()
+		if !c.lost {
+			for p, s := range c.t.events {
+				if s > c.seq {
+					candidates = append(candidates, p)
+				}
+			}
+		}
+	}
+	c.endLocked()
+	overlapped := c.overlapped
+	w.mu.Unlock()
+	for _, p := range candidates {
+		// Deleted since, replaced by a folder or a symlink: not reported.
+		if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	if c.mode == modeWatch {
+		sort.Strings(out)
+	}
+	return out, overlapped
+}
+
+// Rewrite finds the files the call changed (before it ends), translates
+// raw and lists them in _meta. On nil it returns raw.
 func (c *Call) Rewrite(raw json.RawMessage) json.RawMessage {
 	if c == nil {
 		return raw
 	}
-	changed := Changed(c.workspace, c.before)
-	inflight.mu.Lock()
-	c.end()
-	overlapped := c.overlapped
-	inflight.mu.Unlock()
+	changed, overlapped := c.changed()
 	t := NewTranslator(c.root, c.cwd, changed)
 	t.onlyNamed = overlapped
 	return RewriteResult(raw, t, changed)

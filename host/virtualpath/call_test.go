@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/antler-mcp/antler/host/virtualpath"
@@ -34,11 +37,13 @@ func TestCallOverlap(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := newEnv(t)
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(e.ws)()
 
 	// A and B overlap: both snapshots of each bracket both writes.
-	a := virtualpath.Begin(e.root, e.ws, e.ws)
-	b := virtualpath.Begin(e.root, e.ws, e.ws)
-	elsewhere := virtualpath.Begin(other.root, other.ws, other.ws)
+	a := w.Begin(e.root, e.ws, e.ws)
+	b := w.Begin(e.root, e.ws, e.ws)
+	elsewhere := w.Begin(other.root, other.ws, other.ws)
 	write(t, filepath.Join(e.ws, "a.txt"), "a")
 	write(t, filepath.Join(e.ws, "a-side.log"), "a")
 	write(t, filepath.Join(e.ws, "b.txt"), "b")
@@ -60,7 +65,7 @@ func TestCallOverlap(t *testing.T) {
 	}
 
 	// One after the other: every change is the call's own.
-	c := virtualpath.Begin(e.root, e.ws, e.ws)
+	c := w.Begin(e.root, e.ws, e.ws)
 	write(t, filepath.Join(e.ws, "c1.txt"), "c")
 	write(t, filepath.Join(e.ws, "c2.txt"), "c")
 	gotC := c.Rewrite(textResult("done"))
@@ -78,4 +83,39 @@ func TestNilCall(t *testing.T) {
 		t.Error("nil Call rewrote something")
 	}
 	c.End()
+}
+
+// Calls running at once in two workspaces each list the file they wrote
+// and named (whether they overlapped or not), and never another
+// workspace's.
+func TestCallConcurrent(t *testing.T) {
+	envs := []env{newEnv(t), newEnv(t)}
+	w := virtualpath.NewWatcher()
+	for _, e := range envs {
+		defer w.Acquire(e.ws)()
+	}
+	var wg sync.WaitGroup
+	for i := range 16 {
+		e := envs[i%2]
+		wg.Go(func() {
+			for j := range 10 {
+				c := w.Begin(e.root, e.ws, e.ws)
+				p := write(t, filepath.Join(e.ws, fmt.Sprintf("d%d", j%3), fmt.Sprintf("w%d-%d-%d.txt", i%2, i, j)), "x")
+				got := changedOf(t, c.Rewrite(textResult("wrote "+p)))
+				c.End()
+				if want := fmt.Sprintf("%sd%d/w%d-%d-%d.txt", vws, j%3, i%2, i, j); !slices.Contains(got, want) {
+					t.Errorf("call %d.%d lists %q, without %s", i, j, got, want)
+				}
+				for _, g := range got {
+					if !strings.Contains(g, fmt.Sprintf("/w%d-", i%2)) {
+						t.Errorf("call %d.%d lists %s", i, j, g)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if w.Workspaces() != 2 {
+		t.Fatalf("%d workspaces held", w.Workspaces())
+	}
 }

@@ -49,9 +49,9 @@ type Stamp struct {
 // Snapshot records the regular files under dir (excluded folders skipped).
 // It returns nil when dir holds more than maxFiles files and folders.
 //
-// It is on every stdio call's path (twice), so it reads each folder once,
-// unsorted, and stats only regular files: a folder costs an open, its
-// getdents and a close, a file one lstat.
+// It is a call's path (twice) where the workspace cannot be watched (see
+// Watcher), so it reads each folder once, unsorted, and stats only regular
+// files: a folder costs an open, its getdents and a close, a file one lstat.
 func Snapshot(dir string) map[string]Stamp {
 	out := map[string]Stamp{}
 	info, err := os.Lstat(dir)

@@ -1,0 +1,27 @@
+package virtualpath
+
+// NewWatcherBounds is NewWatcher with smaller bounds: files and folders of
+// a watched workspace, and files with events while calls run.
+func NewWatcherBounds(files, events int) *Watcher {
+	w := NewWatcher()
+	w.maxFiles, w.maxEvents = files, events
+	return w
+}
+
+// Workspaces is the number of workspaces held.
+func (w *Watcher) Workspaces() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.trees)
+}
+
+// Mode names how workspace's changes are found now ("" if not held).
+func (w *Watcher) Mode(workspace string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.trees[workspace]
+	if t == nil {
+		return ""
+	}
+	return [...]string{modeWatch: "watch", modeWalk: "walk", modeTooLarge: "too large"}[t.mode]
+}

@@ -1,0 +1,195 @@
+package virtualpath_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/antler-mcp/antler/host/virtualpath"
+)
+
+// A call whose events overflow the kernel's queue reports nothing (it
+// cannot know what it wrote), and the next call is tracked again with the
+// folders made meanwhile watched.
+func TestWatchQueueOverflow(t *testing.T) {
+	raw, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Skip(err)
+	}
+	queue, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || queue > 100_000 {
+		t.Skipf("max_queued_events %q", raw)
+	}
+	e := newEnv(t)
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(e.ws)()
+	for i := range 50 {
+		if err := os.MkdirAll(filepath.Join(e.ws, "many", strconv.Itoa(i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each file is three events (create, modify, close after writing), in
+	// folders watched before the call.
+	got := call(t, w, e, func() {
+		for i := range queue/3 + 100 {
+			write(t, filepath.Join(e.ws, "many", strconv.Itoa(i%50), strconv.Itoa(i)), "x")
+		}
+		write(t, filepath.Join(e.ws, "many", "new", "f"), "x")
+	})
+	if got != nil {
+		t.Fatalf("an overflowing call lists %d files", len(got))
+	}
+	got = call(t, w, e, func() {
+		write(t, filepath.Join(e.ws, "many", "7", "after.txt"), "x")
+		write(t, filepath.Join(e.ws, "many", "new", "after.txt"), "x")
+	})
+	if !slices.Equal(got, virtual("many/7/after.txt", "many/new/after.txt")) {
+		t.Fatalf("after the overflow: %q", got)
+	}
+	if w.Mode(e.ws) != "watch" {
+		t.Fatalf("mode %q after the overflow", w.Mode(e.ws))
+	}
+}
+
+// The bounds: a workspace with more files and folders than the bound
+// reports nothing until it is small enough again; a call writing more
+// files than the event bound reports nothing; one making more folders
+// than the bound reports nothing.
+func TestWatchBounds(t *testing.T) {
+	e := newEnv(t)
+	for i := range 10 { // 10 files and the workspace itself
+		write(t, filepath.Join(e.ws, fmt.Sprintf("f%d", i)), "x")
+	}
+	w := virtualpath.NewWatcherBounds(10, 5)
+	defer w.Acquire(e.ws)()
+	if got := call(t, w, e, func() { write(t, filepath.Join(e.ws, "f0"), "y") }); got != nil || w.Mode(e.ws) != "too large" {
+		t.Fatalf("too large: %q, mode %q", got, w.Mode(e.ws))
+	}
+	for i := range 6 {
+		if err := os.Remove(filepath.Join(e.ws, fmt.Sprintf("f%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := call(t, w, e, func() { write(t, filepath.Join(e.ws, "f9"), "y") }); !slices.Equal(got, virtual("f9")) {
+		t.Fatalf("small again: %q (mode %q)", got, w.Mode(e.ws))
+	}
+	// Six files with events, past the bound of five.
+	got := call(t, w, e, func() {
+		for i := range 6 {
+			write(t, filepath.Join(e.ws, fmt.Sprintf("g%d", i)), "x")
+		}
+	})
+	if got != nil {
+		t.Fatalf("past the event bound: %q", got)
+	}
+	if got := call(t, w, e, func() { write(t, filepath.Join(e.ws, "f9"), "z") }); !slices.Equal(got, virtual("f9")) {
+		t.Fatalf("after the event bound: %q", got)
+	}
+	// Eleven folders: more watches than the bound.
+	got = call(t, w, e, func() {
+		if err := os.MkdirAll(filepath.Join(e.ws, "1/2/3/4/5/6/7/8/9/10/11"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(e.ws, "1", "x"), "x")
+	})
+	if got != nil || w.Mode(e.ws) != "too large" {
+		t.Fatalf("too many folders: %q, mode %q", got, w.Mode(e.ws))
+	}
+	if n, _ := w.Watches(); n != 0 {
+		t.Fatalf("%d watches kept for an untracked workspace", n)
+	}
+}
+
+// With no watch to be had (max_user_watches reached) the running call
+// reports nothing and later calls walk the workspace, with the walk's
+// result.
+func TestWatchExhaustedFallsBackToWalk(t *testing.T) {
+	e := newEnv(t)
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(e.ws)()
+	c := w.Begin(e.root, e.ws, e.ws)
+	write(t, filepath.Join(e.ws, "a.txt"), "x")
+	w.ExhaustWatches(e.ws)
+	if got := changedOf(t, c.Rewrite(textResult("done"))); got != nil {
+		t.Fatalf("the call that lost its watches lists %q", got)
+	}
+	c.End()
+	if w.Mode(e.ws) != "walk" {
+		t.Fatalf("mode %q", w.Mode(e.ws))
+	}
+	got := call(t, w, e, func() {
+		write(t, filepath.Join(e.ws, "d", "b.txt"), "x")
+		write(t, filepath.Join(e.ws, "a.txt"), "longer")
+	})
+	if !slices.Equal(got, virtual("a.txt", "d/b.txt")) {
+		t.Fatalf("walked: %q", got)
+	}
+}
+
+// A folder moved from one workspace to another is the second's: its files
+// are listed there, and later writes in it are the second's only.
+func TestWatchFolderMovedBetweenWorkspaces(t *testing.T) {
+	a, b := newEnv(t), newEnv(t)
+	write(t, filepath.Join(a.ws, "d", "e", "x.txt"), "x")
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(a.ws)()
+	defer w.Acquire(b.ws)()
+	ca := w.Begin(a.root, a.ws, a.ws)
+	cb := w.Begin(b.root, b.ws, b.ws)
+	rename(t, filepath.Join(a.ws, "d"), filepath.Join(b.ws, "d"))
+	gotA, gotB := changedOf(t, ca.Rewrite(textResult("done"))), changedOf(t, cb.Rewrite(textResult("done")))
+	ca.End()
+	cb.End()
+	if gotA != nil || !slices.Equal(gotB, virtual("d/e/x.txt")) {
+		t.Fatalf("A lists %q, B lists %q", gotA, gotB)
+	}
+	ca = w.Begin(a.root, a.ws, a.ws)
+	cb = w.Begin(b.root, b.ws, b.ws)
+	write(t, filepath.Join(b.ws, "d", "e", "y.txt"), "y")
+	gotA, gotB = changedOf(t, ca.Rewrite(textResult("done"))), changedOf(t, cb.Rewrite(textResult("done")))
+	ca.End()
+	cb.End()
+	if gotA != nil || !slices.Equal(gotB, virtual("d/e/y.txt")) {
+		t.Fatalf("later: A lists %q, B lists %q", gotA, gotB)
+	}
+}
+
+// A workspace's watches last while a session or a call holds it; the last
+// release removes them, and the instance closes with the last workspace.
+func TestWatchRelease(t *testing.T) {
+	a, b := newEnv(t), newEnv(t)
+	write(t, filepath.Join(a.ws, "d1", "d2", "f"), "x")
+	w := virtualpath.NewWatcher()
+	releaseA := w.Acquire(a.ws)
+	releaseB := w.Acquire(b.ws)
+	if n, open := w.Watches(); n != 4 || !open {
+		t.Fatalf("%d watches (open %v), want 4: two workspaces, d1, d2", n, open)
+	}
+	c := w.Begin(a.root, a.ws, a.ws)
+	write(t, filepath.Join(a.ws, "new", "f"), "x")
+	releaseA()
+	releaseA() // idempotent
+	if w.Workspaces() != 2 {
+		t.Fatal("a running call's workspace was released with its session")
+	}
+	got := changedOf(t, c.Rewrite(textResult("done")))
+	c.End()
+	if !slices.Equal(got, virtual("new/f")) {
+		t.Fatalf("changed = %q", got)
+	}
+	if n, _ := w.Watches(); n != 1 || w.Workspaces() != 1 {
+		t.Fatalf("after A: %d watches, %d workspaces; want only B's", n, w.Workspaces())
+	}
+	// A call without a session holds the workspace for itself.
+	if got := call(t, w, a, func() { write(t, filepath.Join(a.ws, "g"), "x") }); !slices.Equal(got, virtual("g")) {
+		t.Fatalf("sessionless call: %q", got)
+	}
+	releaseB()
+	if n, open := w.Watches(); n != 0 || open || w.Workspaces() != 0 {
+		t.Fatalf("after all: %d watches, open %v, %d workspaces", n, open, w.Workspaces())
+	}
+}
