@@ -117,28 +117,8 @@ type Signer struct {
 	Limit int64
 	buf   []byte
 	// last is the most recent file read and hashed, for the stat-only fast path.
-	last hashed
+	last Revision
 }
-
-// hashed is a file as it was when read and hashed.
-type hashed struct {
-	path   string
-	id     fileID
-	sig    Signature
-	readAt int64 // unix nanoseconds, taken before the file was opened
-}
-
-// Two bounds keep the stat-only fast path from hiding an edit. A hash is
-// reused only when it was read more than racyWindow after the file's last
-// change (ctime): a write in the same timestamp tick as the read could
-// otherwise leave mtime, ctime and size as they were (git's "racily clean"
-// rule; 2 s covers the coarsest timestamps in use). And a hash is reused for
-// at most rehashAfter, so a miss the first bound cannot rule out (a file
-// server whose clock runs behind this host's) lasts no longer than that.
-const (
-	racyWindow  = 2 * time.Second
-	rehashAfter = time.Second
-)
 
 // ConfigSigner is the Signer for extensions_config.json: files above
 // MaxFileSize are never read.
@@ -148,30 +128,40 @@ func ConfigSigner() Signer { return Signer{Limit: MaxFileSize} }
 //
 // A file whose device, inode, size, mtime and ctime are those of the last
 // one hashed returns that signature from one stat, without reading it,
-// while the bounds above hold.
+// while the bounds of Revision.Check hold.
 func (s *Signer) Stat(path string) (sig Signature, ok bool) {
-	now := time.Now().UnixNano()
-	if l := &s.last; l.path == path && l.sig.Verifiable() && now-l.readAt < int64(rehashAfter) {
-		if id, ok := statID(path); ok && id == l.id && l.readAt-id.ctime > int64(racyWindow) {
-			return l.sig, true
-		}
+	if l := s.last; l.Path == path && l.Sig.Verifiable() && l.Check(StatFile(path), time.Now()) == Fresh {
+		return l.Sig, true
 	}
-	s.last = hashed{}
+	r, ok := s.Read(path)
+	return r.Sig, ok
+}
+
+// Read always reads and hashes the file at path (ok=false when it cannot be
+// stat'ed, or is a directory) and returns its signature with the identity
+// the open file had, so that Revision.Check can later tell from one stat
+// whether it may have changed.
+func (s *Signer) Read(path string) (r Revision, ok bool) {
+	now := time.Now().UnixNano() // before the open: a write after it is after readAt
+	s.last = Revision{}
 	f, err := os.Open(path)
 	if err != nil {
 		if st, serr := os.Stat(path); serr == nil && !st.IsDir() {
-			return Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}, true // present, unreadable
+			r = Revision{Path: path, Sig: Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}, readAt: now}
+			r.id, r.idOK = fileIDOf(st)
+			return r, true // present, unreadable
 		}
-		return Signature{}, false
+		return Revision{}, false
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || st.IsDir() {
-		return Signature{}, false
+		return Revision{}, false
 	}
-	sig = Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}
+	r = Revision{Path: path, Sig: Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size()}, readAt: now}
+	r.id, r.idOK = fileIDOf(st)
 	if s.Limit > 0 && st.Size() > s.Limit {
-		return sig, true
+		return r, true
 	}
 	if int64(cap(s.buf)) < st.Size() {
 		s.buf = make([]byte, st.Size(), st.Size()+512)
@@ -180,14 +170,14 @@ func (s *Signer) Stat(path string) (sig Signature, ok bool) {
 	// signature that the next check will see change.
 	buf := s.buf[:st.Size()]
 	if _, err := io.ReadFull(f, buf); err != nil {
-		return sig, true
+		return r, true
 	}
 	sum := sha256.Sum256(buf)
-	sig.SHA256 = hex.EncodeToString(sum[:])
-	if id, ok := fileIDOf(st); ok {
-		s.last = hashed{path: path, id: id, sig: sig, readAt: now}
+	r.Sig.SHA256 = hex.EncodeToString(sum[:])
+	if r.idOK {
+		s.last = r
 	}
-	return sig, true
+	return r, true
 }
 
 // LoadError is a configuration file that could not be read or parsed. Its

@@ -2,7 +2,6 @@ package config
 
 import (
 	"io/fs"
-	"os"
 	"syscall"
 )
 
@@ -13,15 +12,6 @@ type fileID struct {
 	dev, ino     uint64
 	size         int64
 	mtime, ctime int64 // unix nanoseconds
-}
-
-// statID stats path (following symlinks, as os.Open does).
-func statID(path string) (fileID, bool) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, false
-	}
-	return fileIDOf(st)
 }
 
 func fileIDOf(st fs.FileInfo) (fileID, bool) {

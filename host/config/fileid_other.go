@@ -8,6 +8,4 @@ import "io/fs"
 // check hashes the file.
 type fileID struct{ ctime int64 }
 
-func statID(string) (fileID, bool) { return fileID{}, false }
-
 func fileIDOf(fs.FileInfo) (fileID, bool) { return fileID{}, false }

@@ -4,6 +4,9 @@
 // use, a (path, mtime, size, sha256) check on every read, generation numbers
 // so a reset or an edit during discovery discards that discovery, and
 // last-known-good tools when the file is deleted or broken after a good load.
+// The check on every read is one stat per file and no lock while the file's
+// identity is unchanged (see Cache.Snapshot); the SHA-256 of the content
+// still decides whenever a stat cannot prove the content unchanged.
 // A Snapshot resolves a request's target (a tool's exposed name, a server)
 // and hands it to host/dispatch, which owns the path to the wire.
 package toolcache
@@ -23,6 +26,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,18 +102,30 @@ type Cache struct {
 	// pool's sessions run in.
 	watcher *virtualpath.Watcher
 
+	locator *config.Locator // finds the config file and stats it, once per read
+
+	// state is the published snapshot with the files it was checked
+	// against, read by the hot path without a lock. It is replaced whole,
+	// never changed in place: under mu, or by the one re-hash in flight
+	// (compare-and-swap, so it never overwrites a newer state). nil when
+	// nothing is published.
+	state atomic.Pointer[state]
+
+	// rehashing is held by the one read that re-hashes the file when only
+	// the clock asks for it; rehasher is its buffer.
+	rehashing atomic.Bool
+	rehasher  config.Signer
+
+	// now and beforeRehash are time.Now and nil outside tests.
+	now          func() time.Time
+	beforeRehash func()
+
 	mu         sync.Mutex
 	signer     config.Signer     // guarded by mu
 	slices     map[string][]byte // stdio servers' settings in the published snapshot
-	snap       *Snapshot
-	path       string           // config path the snapshot was built from ("" = none)
-	sig        config.Signature // signature adopted for that path
-	digest     [32]byte         // MCP slice the snapshot serves
-	badSig     config.Signature // a broken revision already reported
 	generation uint64
 	inflight   *discovery
 	closed     bool
-	plugins    []pluginFile // plugin files the snapshot loaded
 
 	listenMu  sync.Mutex
 	listeners []func(dispatch.Notification)
@@ -133,6 +149,24 @@ func (c *Cache) notify(n dispatch.Notification) {
 	for _, fn := range ls {
 		fn(n)
 	}
+}
+
+// state is what one published snapshot was built from and last checked
+// against. seen is the config file as last read and decided on (adopted, or
+// reported broken): while one stat shows the same file, the decision holds.
+type state struct {
+	snap    *Snapshot
+	path    string           // config path the snapshot was built from ("" = none)
+	sig     config.Signature // signature adopted for that path
+	digest  [32]byte         // MCP slice the snapshot serves
+	badSig  config.Signature // a broken revision already reported
+	seen    config.Revision  // zero: unknown, the next read re-reads
+	plugins []pluginFile     // plugin files the snapshot loaded; never changed in place
+}
+
+// broken reports whether the revision last seen is the broken one reported.
+func (st *state) broken() bool {
+	return st.badSig != (config.Signature{}) && st.seen.Sig == st.badSig
 }
 
 // pluginFile is a loaded plugin's file as it was when loaded: a changed
@@ -161,13 +195,28 @@ func New(opts Options) *Cache {
 		log = slog.New(slog.DiscardHandler)
 	}
 	dir, _ := os.Getwd()
-	return &Cache{opts: opts, log: log, dir: dir, signer: config.ConfigSigner(), watcher: virtualpath.NewWatcher(), pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
-		MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned})}
+	return &Cache{opts: opts, log: log, dir: dir,
+		locator: config.NewLocator(opts.ConfigPath, opts.Lookup, dir),
+		signer:  config.ConfigSigner(), rehasher: config.ConfigSigner(), now: time.Now,
+		watcher: virtualpath.NewWatcher(),
+		pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
+			MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned})}
 }
 
 // Snapshot returns the current tools, discovering them on first use or after
 // the effective configuration changed. It is the hot path: a missing or broken
 // file is not an error once something has been served.
+//
+// It takes no lock while nothing may have changed: one stat of the config
+// file (and of each plugin file) that shows the identity (device, inode,
+// size, mtime, ctime) of the revision last read returns the published
+// snapshot. A changed identity is a possible edit: the call waits for the one
+// goroutine that re-reads the file (and reloads or rebuilds when the content
+// differs). An unchanged identity whose hash is only due again (read over
+// 1 s ago, or within 2 s of the file's last change) is re-hashed by one call
+// while the others keep the current snapshot; a different hash then rebuilds
+// as an edit does. DeerFlow's rule holds: the SHA-256 of the content decides,
+// and a new signature with the same MCP slice keeps tools and connections.
 func (c *Cache) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return c.get(ctx, false)
 }
@@ -183,19 +232,21 @@ func (c *Cache) Load(ctx context.Context) (*Snapshot, error) {
 }
 
 func (c *Cache) get(ctx context.Context, loud bool) (*Snapshot, error) {
+	if s := c.fast(); s != nil {
+		return s, nil
+	}
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if c.snap != nil {
-			if !c.staleLocked() {
-				s := c.snap
+		if st := c.state.Load(); st != nil {
+			if !c.staleLocked(st) {
 				c.mu.Unlock()
-				return s, nil
+				return st.snap, nil
 			}
-			c.log.Info("MCP configuration changed; rebuilding tools", "path", c.path)
+			c.log.Info("MCP configuration changed; rebuilding tools", "path", st.path)
 			c.startLocked(c.retireLocked())
 		} else if c.inflight == nil {
 			c.startLocked(nil)
@@ -336,11 +387,11 @@ func (c *Cache) Generation() uint64 {
 
 func (c *Cache) retireLocked() *Snapshot {
 	c.generation++
-	s := c.snap
-	c.snap = nil
-	c.path, c.sig, c.digest, c.badSig = "", config.Signature{}, [32]byte{}, config.Signature{}
-	c.plugins = nil
-	return s
+	st := c.state.Swap(nil)
+	if st == nil {
+		return nil
+	}
+	return st.snap
 }
 
 // startLocked launches a discovery for the current generation. It runs on its
@@ -354,7 +405,7 @@ func (c *Cache) startLocked(retired *Snapshot) {
 		if retired != nil {
 			retired.close() // old connections go before new ones serve
 		}
-		snap, path, sig, digest, err := c.discover()
+		snap, path, sig, digest, seen, err := c.discover()
 		var files []pluginFile
 		if err == nil {
 			files = pluginFilesOf(snap.plugins) // hashes: outside the lock
@@ -376,7 +427,6 @@ func (c *Cache) startLocked(retired *Snapshot) {
 		}
 		c.generation++
 		snap.Generation = c.generation
-		c.snap, c.path, c.sig, c.digest = snap, path, sig, digest
 		// Sessions of a stdio server whose settings changed (or that is gone)
 		// are retired; the others keep their processes across the rebuild.
 		var stale []string
@@ -389,7 +439,7 @@ func (c *Cache) startLocked(retired *Snapshot) {
 		for _, name := range stale {
 			c.pool.CloseServer(name) // before the new snapshot serves
 		}
-		c.plugins = files
+		c.state.Store(&state{snap: snap, path: path, sig: sig, digest: digest, seen: seen, plugins: files})
 		d.generation = c.generation
 		c.mu.Unlock()
 		d.snap = snap
@@ -416,90 +466,184 @@ func pluginFilesOf(loaded []*plugins.Plugin) []pluginFile {
 // discover loads the configuration once, connects to every enabled server
 // concurrently and assembles the tool set. It re-checks the file afterwards:
 // if the MCP slice changed while servers were being contacted, the result is
-// discarded rather than published under the new file's signature.
-func (c *Cache) discover() (*Snapshot, string, config.Signature, [32]byte, error) {
-	var zero [32]byte
-	path, err := config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup)
+// discarded rather than published under the new file's signature. seen is
+// that re-check's read when it shows the adopted signature (zero otherwise:
+// the first read after publishing re-reads).
+func (c *Cache) discover() (snap *Snapshot, path string, sig config.Signature, digest [32]byte, seen config.Revision, err error) {
+	fail := func(err error) (*Snapshot, string, config.Signature, [32]byte, config.Revision, error) {
+		return nil, "", config.Signature{}, [32]byte{}, config.Revision{}, err
+	}
+	path, err = config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup)
 	if err != nil {
 		if !errors.Is(err, config.ErrExplicitMissing) {
-			return nil, "", config.Signature{}, zero, err
+			return fail(err)
 		}
 		path = "" // quiet: a vanished explicit file counts as unconfigured
 	}
 	ext, sig, err := config.Load(path, c.opts.Lookup)
 	if err != nil {
-		return nil, "", config.Signature{}, zero, err
+		return fail(err)
 	}
 	for _, w := range ext.Warnings {
 		c.log.Warn("extensions config", "warning", w)
 	}
-	digest := ext.MCPDigest()
+	digest = ext.MCPDigest()
 	loaded, warnings, err := c.loadPlugins(ext)
 	if err != nil {
-		return nil, "", config.Signature{}, zero, err
+		return fail(err)
 	}
-	snap := build(ext, c.opts, c.log, loaded, c.pool, c.watcher, c.notify)
+	snap = build(ext, c.opts, c.log, loaded, c.pool, c.watcher, c.notify)
 	snap.ConfigPath = path
 	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
 
 	if path != "" {
 		signer := config.ConfigSigner()
-		if now, ok := signer.Stat(path); ok && now != sig {
+		if now, ok := signer.Read(path); ok && now.Sig != sig {
 			next, nsig, err := config.Load(path, c.opts.Lookup)
 			if err == nil && next.MCPDigest() != digest {
 				snap.close()
-				return nil, "", config.Signature{}, zero, errSuperseded
+				return fail(errSuperseded)
 			}
 			if err == nil {
 				sig = nsig
 			}
+			if now.Sig == sig {
+				seen = now
+			}
+		} else if ok {
+			seen = now
 		}
 	}
-	return snap, path, sig, digest, nil
+	return snap, path, sig, digest, seen, nil
 }
 
-// staleLocked decides whether the published snapshot must be rebuilt. A
-// changed signature is only a signal: the file is re-read and the snapshot is
-// retired only if the effective MCP slice differs. Otherwise the new
-// signature is adopted and tools and connections are kept.
-func (c *Cache) staleLocked() bool {
-	path, _ := config.Locate(c.opts.ConfigPath, c.opts.Lookup, c.dir)
-	sig, ok := c.signer.Stat(path)
-	if c.path == "" {
-		return ok // built without a file; one has appeared
+// fast is the lock-free read: the published snapshot when one stat per file
+// shows nothing that needs a decision, or nil for the locked path. When only
+// a re-hash is due, one caller re-hashes (outside every lock) and the others
+// return the current snapshot meanwhile.
+func (c *Cache) fast() *Snapshot {
+	st := c.state.Load()
+	if st == nil {
+		return nil
 	}
-	if !ok {
+	switch c.look(st) {
+	case config.Fresh:
+		return st.snap
+	case config.Recheck:
+		if !c.rehashing.CompareAndSwap(false, true) {
+			return st.snap // another call is re-hashing; nothing visible changed
+		}
+		defer c.rehashing.Store(false)
+		if c.beforeRehash != nil {
+			c.beforeRehash()
+		}
+		rev, ok := c.rehasher.Read(st.seen.Path)
+		if !ok || rev.Sig != st.seen.Sig {
+			return nil // gone or other content: the locked path decides
+		}
+		next := *st
+		next.seen = rev
+		c.state.CompareAndSwap(st, &next) // lost to a newer state: that one is as good
+		return st.snap
+	}
+	return nil
+}
+
+// look decides from one stat of the config file and of each plugin file
+// whether st may be stale, as staleLocked would: Fresh, Recheck (only a
+// re-hash is due) or Changed (something staleLocked must look at).
+func (c *Cache) look(st *state) config.Freshness {
+	path, fst := c.locator.Find()
+	if st.path == "" {
+		if fst.Exists() {
+			return config.Changed // a file has appeared
+		}
+		return config.Fresh
+	}
+	if !fst.Exists() {
+		return config.Fresh // deleted: keep last-known-good
+	}
+	if path != st.seen.Path {
+		return config.Changed
+	}
+	v := st.seen.Check(fst, c.now())
+	if v == config.Changed || st.broken() {
+		return v // a broken revision keeps everything, plugins included
+	}
+	for _, pf := range st.plugins {
+		if ps := config.StatFile(pf.path); ps.Exists() && (ps.ModTime() != pf.modTime || ps.Size() != pf.size) {
+			return config.Changed
+		}
+	}
+	return v
+}
+
+// staleLocked decides whether the published snapshot st must be rebuilt,
+// for a read the lock-free check could not answer (the callers queued on mu
+// wait for its outcome and then find it published). A changed signature is
+// only a signal: the file is re-read and the snapshot is retired only if the
+// effective MCP slice differs. Otherwise the new signature is adopted and
+// tools and connections are kept. What it decides is published with the
+// revision it read, so that the next reads answer from a stat.
+func (c *Cache) staleLocked(st *state) bool {
+	path, fst := c.locator.Find()
+	if st.path == "" {
+		return fst.Exists() // built without a file; one has appeared
+	}
+	if !fst.Exists() {
 		return false // deleted (or a vanished explicit file): keep last-known-good
 	}
-	if path == c.path && sig == c.sig && sig.Verifiable() {
-		return c.pluginsChangedLocked()
+	next := *st
+	unchanged := path == st.seen.Path && st.seen.Check(fst, c.now()) == config.Fresh
+	if unchanged && st.broken() {
+		return false // the broken revision already reported is still the file
 	}
-	if sig == c.badSig {
-		return false // already reported; wait for the next edit
+	if !unchanged {
+		rev, ok := c.signer.Read(path)
+		switch {
+		case !ok:
+			return false // gone since the stat: keep last-known-good
+		case path == st.path && rev.Sig == st.sig && rev.Sig.Verifiable():
+			next.seen = rev
+		case rev.Sig == st.badSig:
+			next.seen = rev // already reported; wait for the next edit
+			c.state.Store(&next)
+			return false
+		default:
+			ext, lsig, err := config.Load(path, c.opts.Lookup)
+			if err != nil {
+				// Keep last-known-good and report once per broken revision.
+				// The message names the file and fields only.
+				next.badSig, next.seen = rev.Sig, rev
+				c.state.Store(&next)
+				c.log.Warn("extensions config changed but cannot be loaded; still serving the last good tools", "error", err.Error())
+				return false
+			}
+			if ext.MCPDigest() != st.digest {
+				return true
+			}
+			next.path, next.sig, next.badSig, next.seen = path, lsig, config.Signature{}, config.Revision{}
+			if lsig == rev.Sig {
+				next.seen = rev
+			}
+		}
 	}
-	ext, lsig, err := config.Load(path, c.opts.Lookup)
-	if err != nil {
-		// Keep last-known-good and report once per broken revision. The
-		// message names the file and fields only.
-		c.badSig = sig
-		c.log.Warn("extensions config changed but cannot be loaded; still serving the last good tools", "error", err.Error())
-		return false
+	if c.pluginsChangedLocked(&next) {
+		return true
 	}
-	if ext.MCPDigest() == c.digest {
-		c.path, c.sig, c.badSig = path, lsig, config.Signature{}
-		return c.pluginsChangedLocked()
-	}
-	return true
+	c.state.Store(&next)
+	return false
 }
 
 // pluginsChangedLocked reports whether a loaded plugin's file now has other
 // content. Only a changed mtime or size costs a hash, so the hot path stays a
-// stat per plugin. A vanished file keeps the loaded plugin.
-func (c *Cache) pluginsChangedLocked() bool {
-	for i := range c.plugins {
-		pf := &c.plugins[i]
-		st, err := os.Stat(pf.path)
-		if err != nil || (st.ModTime().UnixNano() == pf.modTime && st.Size() == pf.size) {
+// stat per plugin; a file whose content is the same gets its new mtime and
+// size in a copy of st.plugins. A vanished file keeps the loaded plugin.
+func (c *Cache) pluginsChangedLocked(st *state) bool {
+	var files []pluginFile // copy on first change: the published slice is shared
+	for i, pf := range st.plugins {
+		fst := config.StatFile(pf.path)
+		if !fst.Exists() || (fst.ModTime() == pf.modTime && fst.Size() == pf.size) {
 			continue
 		}
 		sig, ok := config.Stat(pf.path)
@@ -510,7 +654,13 @@ func (c *Cache) pluginsChangedLocked() bool {
 			c.log.Info("MCP interceptor plugin changed; rebuilding tools", "path", pf.path)
 			return true
 		}
-		pf.modTime, pf.size = st.ModTime().UnixNano(), st.Size()
+		if files == nil {
+			files = append([]pluginFile(nil), st.plugins...)
+		}
+		files[i].modTime, files[i].size = fst.ModTime(), fst.Size()
+	}
+	if files != nil {
+		st.plugins = files
 	}
 	return false
 }
