@@ -615,6 +615,12 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		}
 		st.State = StateConnected
 		eopts := dispatch.Options{Upstream: uoptsFor(srv), Logger: log, Conn: r.conn, OnNotification: notify}
+		if r.tasks && opts.SpecTasks && srv.SpecTasksEnabled() && srv.Type == config.TransportHTTP {
+			// Its durable tasks live in the session: a restart must not
+			// end it (the connection's Close would DELETE it).
+			eopts.Upstream.KeepSession = true
+			r.conn.KeepSession()
+		}
 		if srv.IsStdio() {
 			st.ProtocolVersion = r.protocol
 			sum := sha256.Sum256(srv.Slice())

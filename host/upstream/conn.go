@@ -91,6 +91,10 @@ type Options struct {
 	// .../prompts/list_changed, notifications/resources/updated). It runs
 	// on the connection's reader and must not block.
 	OnNotification func(method string, params json.RawMessage)
+	// KeepSession keeps a streamable HTTP session alive past Close (no
+	// DELETE), for servers that keep durable tasks in it: a host restart
+	// must not end the tasks with the session (see Conn.KeepSession).
+	KeepSession bool
 }
 
 type callHeadersKey struct{}
@@ -159,6 +163,8 @@ type Conn struct {
 	// resumed is the streamable HTTP session a Resume connection went
 	// back to; its Close must not end that session.
 	resumed string
+	// keep: Close leaves the streamable HTTP session to the server.
+	keep atomic.Bool
 
 	capabilities json.RawMessage // the server's, from initialize or server/discover
 	instructions string
@@ -238,6 +244,7 @@ func start(ctx context.Context, srv *config.Server, opts Options, session string
 	log = log.With("server", srv.Name)
 	connCtx, cancel := context.WithCancel(context.Background())
 	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, workspace: opts.Workspace, resumed: session}
+	c.keep.Store(opts.KeepSession || session != "")
 	limit := srv.MaxResultBytes
 	if limit <= 0 {
 		limit = opts.MaxResultBytes
@@ -315,7 +322,7 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 
 // httpClient reads every response through the result cap.
 func (c *Conn) httpClient() *http.Client {
-	return &http.Client{Transport: &sessionEndHeaders{base: &capRoundTripper{base: http.DefaultTransport, cap: c.results}, headers: c.headerFunc, keep: c.resumed != ""}}
+	return &http.Client{Transport: &sessionEndHeaders{base: &capRoundTripper{base: http.DefaultTransport, cap: c.results}, headers: c.headerFunc, keep: c.keep.Load}}
 }
 
 // sessionEndHeaders sets the connection's headers on the DELETE that ends
@@ -326,13 +333,13 @@ func (c *Conn) httpClient() *http.Client {
 type sessionEndHeaders struct {
 	base    http.RoundTripper
 	headers func(context.Context) map[string]string
-	// keep drops the DELETE instead (a Resume connection: the session
-	// outlives it).
-	keep bool
+	// keep reports whether to drop the DELETE instead (the session
+	// outlives the connection: Options.KeepSession, Resume).
+	keep func() bool
 }
 
 func (t *sessionEndHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodDelete && t.keep {
+	if req.Method == http.MethodDelete && t.keep() {
 		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Body: http.NoBody,
 			Header: http.Header{}, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
 	}
@@ -426,6 +433,11 @@ func (c *Conn) command(_ context.Context, name string, env []string, args []stri
 	c.mu.Unlock()
 	return cmd, nil
 }
+
+// KeepSession makes Close leave the streamable HTTP session to the server
+// (Options.KeepSession), for a connection dialled before the host knew the
+// server keeps durable tasks in it.
+func (c *Conn) KeepSession() { c.keep.Store(true) }
 
 // ProtocolVersion is the negotiated MCP revision.
 func (c *Conn) ProtocolVersion() string { return c.protocol }
