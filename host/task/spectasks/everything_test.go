@@ -267,3 +267,21 @@ func TestForgottenSessionFailsTheTask(t *testing.T) {
 		t.Errorf("error = %q, want the server's refusal of the forgotten session", row.Error)
 	}
 }
+
+// TestOptOutKeepsPlainTools: with spec_tasks "off" the research tool is a
+// plain tool again (no durable task, no task contract in its description).
+func TestOptOutKeepsPlainTools(t *testing.T) {
+	server := fmt.Sprintf(`{"command": "node", "args": [%q], "spec_tasks": "off"}`, testnpm.Everything(t))
+	rt := testtask.New(t, doc(server), testtask.FastConfig())
+	snap, err := rt.Cache.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, ok := snap.Tool(exposed)
+	if !ok {
+		t.Fatalf("%s is not listed", exposed)
+	}
+	if tool.IsDurable() || tool.TaskSupport != "" || strings.Contains(tool.Description, "durable background task") {
+		t.Errorf("tool %+v, want a plain tool", tool)
+	}
+}
