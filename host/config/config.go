@@ -153,6 +153,13 @@ type Server struct {
 	// SessionInitTimeout bounds connect + initialize + tools/list; zero means no bound.
 	SessionInitTimeout time.Duration
 	TaskToolsets       []TaskToolset
+	// SpecTasks is SpecTasksAuto (the default, also for "") or
+	// SpecTasksOff: whether tools the server runs as MCP tasks (2025-11-25
+	// execution.taskSupport) become durable tasks (Antler extension).
+	SpecTasks string
+	// SpecTaskTTL is the ttl asked of the server for each such task; zero
+	// leaves it to the server (Antler extension).
+	SpecTaskTTL time.Duration
 	// ProtocolVersion pins the MCP revision to negotiate (Antler extension);
 	// empty lets the client negotiate the newest both sides speak.
 	ProtocolVersion string
@@ -171,6 +178,16 @@ type Server struct {
 	// to decide whether a config edit touched MCP at all.
 	slice []byte
 }
+
+// The values of a server's spec_tasks.
+const (
+	SpecTasksAuto = "auto"
+	SpecTasksOff  = "off"
+)
+
+// SpecTasksEnabled reports whether the server's MCP task tools run as
+// durable tasks (spec_tasks is not "off").
+func (s *Server) SpecTasksEnabled() bool { return s.SpecTasks != SpecTasksOff }
 
 // Routing is a server's or a tool's routing hint configuration.
 type Routing struct {

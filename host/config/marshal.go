@@ -124,6 +124,12 @@ func (s *Server) fileObject(keepAlias bool) *Object {
 	if s.MaxResultBytes != 0 {
 		o.Set("max_result_bytes", s.MaxResultBytes)
 	}
+	if s.SpecTasks != "" {
+		o.Set("spec_tasks", s.SpecTasks)
+	}
+	if s.SpecTaskTTL != 0 {
+		o.Set("spec_task_ttl_seconds", secondsValue(s.SpecTaskTTL.Seconds()))
+	}
 	mergeExtras(o, s.Extra, keepAlias)
 	return o
 }

@@ -20,7 +20,7 @@ var (
 	serverFields = keySet("enabled", "type", "command", "args", "env", "url", "headers",
 		"oauth", "user_auth", "headers_from_context", "description", "routing", "tools",
 		"tool_name_prefix", "tool_call_timeout", "session_init_timeout", "task_toolsets",
-		"cwd", "protocol_version", "max_result_bytes")
+		"cwd", "protocol_version", "max_result_bytes", "spec_tasks", "spec_task_ttl_seconds")
 	routingFields = keySet("mode", "priority", "keywords")
 	oauthFields   = keySet("enabled", "token_url", "grant_type", "client_id", "client_secret",
 		"refresh_token", "scope", "audience", "token_field", "token_type_field",
@@ -209,6 +209,21 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 	}
 	if v, ok := get("max_result_bytes"); ok {
 		s.MaxResultBytes = d.byteCount(field("max_result_bytes"), v)
+	}
+	if v, ok := get("spec_tasks"); ok && v != nil {
+		s.SpecTasks, _ = d.enum(field("spec_tasks"), v, rawAt(raw, "spec_tasks"), SpecTasksAuto, SpecTasksOff)
+	}
+	if v, ok := get("spec_task_ttl_seconds"); ok && v != nil {
+		// Zero would mean "no ttl", which the spec spells by leaving it out.
+		if n, isNum := v.(json.Number); isNum {
+			if f, err := n.Float64(); err == nil && f >= 0 && f < 0.001 {
+				d.fail(field("spec_task_ttl_seconds"), "must be at least 0.001 seconds (one millisecond); omit it for the server's default")
+			} else {
+				s.SpecTaskTTL = d.seconds(field("spec_task_ttl_seconds"), v)
+			}
+		} else {
+			d.seconds(field("spec_task_ttl_seconds"), v)
+		}
 	}
 	if v, ok := get("routing"); ok && v != nil {
 		s.Routing = d.routing(field("routing"), v, rawObj(raw, "routing"))

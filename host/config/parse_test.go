@@ -30,6 +30,19 @@ func TestParseValid(t *testing.T) {
 			},
 		},
 		{
+			name: "spec tasks opted out with a ttl",
+			doc:  `{"mcpServers": {"a": {"command": "c", "spec_tasks": "off"}, "b": {"command": "c", "spec_task_ttl_seconds": 90.5}, "c": {"command": "c"}}}`,
+			check: func(t *testing.T, ext *config.Extensions) {
+				equal(t, "a enabled", mustServer(t, ext, "a").SpecTasksEnabled(), false)
+				b := mustServer(t, ext, "b")
+				equal(t, "b enabled", b.SpecTasksEnabled(), true)
+				equal(t, "b ttl", b.SpecTaskTTL, 90500*time.Millisecond)
+				c := mustServer(t, ext, "c")
+				equal(t, "c enabled (default)", c.SpecTasksEnabled(), true)
+				equal(t, "c ttl (server default)", c.SpecTaskTTL, time.Duration(0))
+			},
+		},
+		{
 			name: "server defaults",
 			file: "valid/minimal.json",
 			check: func(t *testing.T, ext *config.Extensions) {
@@ -384,6 +397,11 @@ func TestParseInvalid(t *testing.T) {
 		{"max_result_bytes too big", `{"mcpServers": {"x": {"command": "c", "max_result_bytes": 1e15}}}`, []string{"mcpServers.x.max_result_bytes"}, "whole number of bytes"},
 		{"max_result_bytes string", `{"mcpServers": {"x": {"command": "c", "max_result_bytes": "16MiB"}}}`, []string{"mcpServers.x.max_result_bytes"}, "must be a number"},
 		{"protocol_version not a date", `{"mcpServers": {"x": {"command": "c", "protocol_version": "latest"}}}`, []string{"mcpServers.x.protocol_version"}, ""},
+		{"spec_tasks unknown value", `{"mcpServers": {"x": {"command": "c", "spec_tasks": "on"}}}`, []string{"mcpServers.x.spec_tasks"}, `must be one of "auto", "off", got "on"`},
+		{"spec_tasks not a string", `{"mcpServers": {"x": {"command": "c", "spec_tasks": false}}}`, []string{"mcpServers.x.spec_tasks"}, "must be a string"},
+		{"spec_task_ttl_seconds zero", `{"mcpServers": {"x": {"command": "c", "spec_task_ttl_seconds": 0}}}`, []string{"mcpServers.x.spec_task_ttl_seconds"}, "omit it for the server's default"},
+		{"spec_task_ttl_seconds negative", `{"mcpServers": {"x": {"command": "c", "spec_task_ttl_seconds": -5}}}`, []string{"mcpServers.x.spec_task_ttl_seconds"}, "must not be negative"},
+		{"spec_task_ttl_seconds a string", `{"mcpServers": {"x": {"command": "c", "spec_task_ttl_seconds": "60"}}}`, []string{"mcpServers.x.spec_task_ttl_seconds"}, "must be a number"},
 		{"skills entry enabled not a boolean", `{"skills": {"writer": {"enabled": 1}}}`, []string{"skills.writer.enabled"}, ""},
 		{"middlewares not a list", `{"middlewares": "a:B"}`, []string{"middlewares"}, ""},
 		{"snake-case servers are validated too", `{"mcp_servers": {"x": {"command": 3}}}`, []string{"mcp_servers.x.command"}, ""},

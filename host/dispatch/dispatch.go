@@ -45,6 +45,17 @@ type Request struct {
 	// params for any other method (resources/read, prompts/get, ...).
 	Method string
 	Params json.RawMessage
+	// Task is params.task of a 2025-11-25 task-augmented tools/call
+	// ({"ttl": ms} or {}); nil for a plain call.
+	Task json.RawMessage
+	// Session is the streamable HTTP protocol session (Mcp-Session-Id) the
+	// request must go on, a durable task's; "" means the shared
+	// connection's. Ignored for stdio and SSE.
+	Session string
+	// OnSession, when set, is told the streamable HTTP session the request
+	// went on ("" for stdio, SSE and sessionless servers) once it has been
+	// answered, so a task can be kept with it.
+	OnSession func(session string)
 }
 
 // method is the request's MCP method.

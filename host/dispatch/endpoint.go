@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -59,6 +60,11 @@ type Notification struct {
 	Params           json.RawMessage
 }
 
+// ErrSessionGone is wrapped by the failure of a request sent on a durable
+// task's streamable HTTP session (Request.Session) that the server no
+// longer has: whatever the server kept in that session is lost.
+var ErrSessionGone = errors.New("the server no longer has the task's protocol session")
+
 // Endpoint is one server's way to the wire: its shared connection,
 // re-dialled after it dies, or its pooled stdio sessions. It is safe for
 // concurrent use.
@@ -110,8 +116,11 @@ func (ep *Endpoint) Server() *config.Server { return ep.server }
 // through chain and returns the raw CallToolResult, host paths in it
 // translated for the thread. Failures, denials included, are *CallError.
 func (ep *Endpoint) Call(ctx context.Context, chain []interceptor.Interceptor, tool, exposed string, req Request) (json.RawMessage, error) {
-	t := target{server: ep.server.Name, tool: tool, method: MethodCallTool}
+	t := target{server: ep.server.Name, tool: tool, method: MethodCallTool, session: req.Session, onSession: req.OnSession}
 	send := func(ctx context.Context, conn *upstream.Conn, ireq *interceptor.Request, meta map[string]any) (json.RawMessage, error) {
+		if req.Task != nil {
+			return conn.CallToolAsTask(ctx, ireq.Tool, ireq.Arguments, meta, req.Task)
+		}
 		return conn.CallTool(ctx, ireq.Tool, ireq.Arguments, meta)
 	}
 	ireq := ep.request(req)
@@ -127,7 +136,7 @@ func (ep *Endpoint) Call(ctx context.Context, chain []interceptor.Interceptor, t
 // not path-translated: translation knows a CallToolResult's shape only.
 // Failures are *CallError, as for Call.
 func (ep *Endpoint) Send(ctx context.Context, chain []interceptor.Interceptor, req Request, op Op) (json.RawMessage, error) {
-	t := target{server: ep.server.Name, method: req.method()}
+	t := target{server: ep.server.Name, method: req.method(), session: req.Session, onSession: req.OnSession}
 	send := func(ctx context.Context, conn *upstream.Conn, _ *interceptor.Request, meta map[string]any) (json.RawMessage, error) {
 		if op != nil {
 			return op(ctx, conn)
@@ -195,6 +204,7 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 	var key sessionpool.Key
 	var pt *pinnedThread
 	var err error
+	resumed := false
 	if ep.pool != nil {
 		var release func()
 		conn, key, pt, release, err = ep.session(ctx, req)
@@ -203,6 +213,14 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 		}
 	} else {
 		conn, err = ep.get(ctx)
+		if err == nil && t.session != "" && ep.server.Type == config.TransportHTTP && conn.SessionID() != t.session {
+			// A durable task's session that is not the shared one (the
+			// host restarted, or the shared connection was re-dialled).
+			conn, err = ep.resume(ctx, t.session, conn.ProtocolVersion())
+			if resumed = err == nil; resumed {
+				defer conn.Close()
+			}
+		}
 	}
 	if errors.Is(err, sessionpool.ErrUserLimit) || errors.Is(err, sessionpool.ErrFull) {
 		ep.log.Warn("no stdio session available", "server", t.server, "tool", t.tool, "method", t.method, "user", req.UserID, "error", err.Error())
@@ -223,6 +241,9 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 		defer vc.End()
 	}
 	raw, err := send(cctx, conn, req, meta)
+	if err == nil && t.onSession != nil {
+		t.onSession(conn.SessionID())
+	}
 	if err == nil {
 		// Paths in the result that point into the thread's user data
 		// become /mnt/user-data/...; files the call wrote are listed.
@@ -245,6 +266,10 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 		return nil, t.fail(ctx.Err(), t.cancelled())
 	case errors.As(err, &rpcErr):
 		return nil, t.fail(err, t.rpcError(truncate(Redact(vc.Text(rpcErr.Message)), 1000)))
+	case upstream.IsConnectionClosed(err) && resumed:
+		// A resumed task session the server no longer knows (404): only
+		// that request fails; the shared connection is not touched.
+		return nil, t.fail(fmt.Errorf("%w: %w", ErrSessionGone, err), t.connectionLost())
 	case upstream.IsConnectionClosed(err):
 		// The failed request is not replayed: it may have had effects. Only
 		// this session is evicted, and only if the pool still holds it.
@@ -280,6 +305,16 @@ func (ep *Endpoint) get(ctx context.Context) (*upstream.Conn, error) {
 	}
 	ep.conn = conn
 	return conn, nil
+}
+
+// resume opens a connection on a durable task's streamable HTTP session
+// (see upstream.Resume), bounded by session_init_timeout; protocol is the
+// shared connection's revision, the one the session negotiated with the
+// same server.
+func (ep *Endpoint) resume(ctx context.Context, session, protocol string) (*upstream.Conn, error) {
+	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
+	defer cancel()
+	return upstream.Resume(dctx, ep.server, ep.opts, session, protocol)
 }
 
 // drop forgets conn if it is still the current one, and closes it.

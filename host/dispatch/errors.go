@@ -33,6 +33,9 @@ func (e *CallError) Unwrap() error { return e.Err }
 // sentences about the request.
 type target struct {
 	server, tool, method string
+	// session and onSession are the request's Session and OnSession.
+	session   string
+	onSession func(string)
 }
 
 func (t target) fail(err error, msg string) *CallError {

@@ -59,7 +59,7 @@ func (s *Server) callTool(c echo.Context) error {
 	if !ok {
 		return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
 	}
-	if tool.TaskToolset != nil {
+	if tool.IsDurable() {
 		return s.submitTask(c, tool, req)
 	}
 	raw, err := snap.Invoke(c.Request().Context(), dispatch.Request{

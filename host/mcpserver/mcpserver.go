@@ -377,7 +377,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if !ok {
 		return mcp.NewToolResultError(fmt.Sprintf("unknown tool %q", truncate(name))), nil
 	}
-	if tool.TaskToolset != nil {
+	if tool.IsDurable() {
 		return fromResult(s.tasks.Submit(ctx, tool, call))
 	}
 	// The slot is released when the upstream call ends (see relayed); a

@@ -3,12 +3,15 @@ package taskservice
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/task/spectasks"
 	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/host/upstream"
 )
 
 // CacheCaller calls task tools through the tool cache: the same upstream
@@ -52,3 +55,61 @@ func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json
 		Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: secrets,
 	}, call.RequestScopedHeaders)
 }
+
+// SpecCaller sends the 2025-11-25 task driver's requests through the tool
+// cache: the task-augmented tools/call through the tool call chain (the
+// same interceptors as an agent's call), tasks/* through the credential
+// layers, each on the owner's stdio session or on the task's streamable
+// HTTP session.
+type SpecCaller struct {
+	Cache *toolcache.Cache
+}
+
+var _ spectasks.Caller = SpecCaller{}
+
+// Call implements spectasks.Caller.
+func (c SpecCaller) Call(ctx context.Context, call spectasks.Call) (spectasks.Reply, error) {
+	snap, err := c.Cache.Snapshot(ctx)
+	if err != nil {
+		return spectasks.Reply{}, err
+	}
+	var session string
+	req := dispatch.Request{
+		UserID: call.UserID, ThreadID: call.ThreadID, Session: call.Session,
+		OnSession: func(s string) { session = s },
+	}
+	var raw json.RawMessage
+	if call.Method == spectasks.MethodCallTool {
+		req.Arguments, req.Task = call.Arguments, call.Task
+		if call.RequestScoped {
+			req.Secrets = call.Secrets
+		}
+		raw, err = snap.CallServerTool(ctx, call.Server, call.Tool, req, call.RequestScoped)
+	} else {
+		req.Method, req.Params = call.Method, call.Params
+		raw, err = snap.Send(ctx, call.Server, req, nil)
+	}
+	if err != nil {
+		return spectasks.Reply{}, specError(err)
+	}
+	return spectasks.Reply{Result: raw, Session: session}, nil
+}
+
+// specError keeps err's text and chain and adds what the driver reads: the
+// server's JSON-RPC error and a forgotten task session.
+func specError(err error) error {
+	var rpc *upstream.RPCError
+	if errors.As(err, &rpc) {
+		return &wrapped{err: err, also: &spectasks.RPCError{Code: rpc.Code, Message: rpc.Message}}
+	}
+	if errors.Is(err, dispatch.ErrSessionGone) {
+		return &wrapped{err: err, also: spectasks.ErrSessionGone}
+	}
+	return err
+}
+
+// wrapped is err that also matches also (errors.Is and errors.As).
+type wrapped struct{ err, also error }
+
+func (w *wrapped) Error() string   { return w.err.Error() }
+func (w *wrapped) Unwrap() []error { return []error{w.err, w.also} }

@@ -16,6 +16,7 @@ import (
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/task/spectasks"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -114,7 +115,7 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.R
 	if !t.Running() {
 		return ErrorResult(RuntimeOff), nil
 	}
-	row, err := t.svc.Submit(ctx, ordinary.Name, SubmitRequest(tool, call))
+	row, err := t.svc.Submit(ctx, DriverName(tool), SubmitRequest(tool, call))
 	if err != nil {
 		t.log.Warn("MCP task submit failed", "server", tool.Server, "user", call.UserID, "error", dispatch.Redact(err.Error()))
 		return ErrorResult(SubmitFailure(err)), nil
@@ -125,13 +126,30 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.R
 }
 
 // SubmitRequest is the durable task a call of tool (a task_toolset submit
-// tool) stands for: the same on every door and in every task dialect.
+// tool, or a tool its server runs as an MCP task) stands for: the same on
+// every door and in every task dialect. An MCP task tool's task is named
+// after the tool as agents see it.
 func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitRequest {
-	return task.SubmitRequest{
+	req := task.SubmitRequest{
 		UserID: call.UserID, ThreadID: thread(call), ServerName: tool.Server,
-		TaskName: tool.TaskToolset.Name, Arguments: call.Arguments, Secrets: call.Secrets,
-		DriverData: ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool),
+		Arguments: call.Arguments, Secrets: call.Secrets,
 	}
+	if tool.TaskToolset != nil {
+		req.TaskName = tool.TaskToolset.Name
+		req.DriverData = ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool)
+		return req
+	}
+	req.TaskName = tool.Name
+	req.DriverData = spectasks.DriverData(tool.OriginalName, tool.TaskTTL)
+	return req
+}
+
+// DriverName is the task driver of a durable tool (see SubmitRequest).
+func DriverName(tool toolcache.Tool) string {
+	if tool.TaskToolset != nil {
+		return ordinary.Name
+	}
+	return spectasks.Name
 }
 
 // SubmitFailure is the model-safe text of a failed submit: redacted,

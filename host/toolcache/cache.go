@@ -82,6 +82,11 @@ type Options struct {
 	// MaxResultBytes bounds one message from a server that sets no
 	// max_result_bytes of its own (zero: upstream.DefaultMaxResultBytes).
 	MaxResultBytes int64
+	// SpecTasks is set when the durable task runtime runs: tools whose
+	// servers run them as MCP tasks (2025-11-25) are then marked
+	// (Tool.TaskSupport) and submitted as durable tasks. Without it they
+	// stay plain tools.
+	SpecTasks bool
 }
 
 // Cache is safe for concurrent use.
@@ -694,7 +699,9 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		conn     *upstream.Conn
 		protocol string
 		tools    []upstream.Tool
-		err      error
+		// tasks: the server declared tasks.requests.tools.call.
+		tasks bool
+		err   error
 	}
 	results := make([]result, len(servers))
 	var wg sync.WaitGroup
@@ -723,7 +730,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 				results[i].err = err
 				return
 			}
-			results[i] = result{conn: conn, tools: tools}
+			results[i] = result{conn: conn, tools: tools, tasks: conn.ServesToolTasks()}
 			if srv.IsStdio() {
 				// Discovery only lists: calls get a session of their own
 				// thread from the pool.
@@ -762,6 +769,12 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		}
 		st.State = StateConnected
 		eopts := dispatch.Options{Upstream: uoptsFor(srv), Logger: log, Conn: r.conn, OnNotification: notify}
+		if r.tasks && opts.SpecTasks && srv.SpecTasksEnabled() && srv.Type == config.TransportHTTP {
+			// Its durable tasks live in the session: a restart must not
+			// end it (the connection's Close would DELETE it).
+			eopts.Upstream.KeepSession = true
+			r.conn.KeepSession()
+		}
 		if srv.IsStdio() {
 			st.ProtocolVersion = r.protocol
 			sum := sha256.Sum256(srv.Slice())
@@ -813,6 +826,15 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			}
 			if r := srv.EffectiveRouting(ut.Name); r.Mode != config.RoutingOff {
 				t.Routing = &r
+			}
+			if !bound && opts.SpecTasks && r.tasks && srv.SpecTasksEnabled() && ut.TaskSupport() != "forbidden" {
+				t.TaskSupport, t.TaskTTL = ut.TaskSupport(), srv.SpecTaskTTL
+				contract := "Runs as a durable background task; returns an Antler task ID immediately and status polling is handled automatically."
+				if t.Description == "" {
+					t.Description = contract
+				} else {
+					t.Description += "\n\n" + contract
+				}
 			}
 			if bound {
 				ts := role.toolset

@@ -42,7 +42,18 @@ type Tool struct {
 	// TaskToolset is set on a durable task's submit tool: calling it submits
 	// a background task and returns its local id.
 	TaskToolset *config.TaskToolset `json:"task_toolset,omitempty"`
+	// TaskSupport is the tool's execution.taskSupport ("optional" or
+	// "required") when its server runs it as an MCP task (2025-11-25) and
+	// Antler runs it as a durable task; "" otherwise.
+	TaskSupport string `json:"task_support,omitempty"`
+	// TaskTTL is the ttl asked for such a tool's tasks (the server's
+	// spec_task_ttl_seconds; zero: the server's default).
+	TaskTTL time.Duration `json:"-"`
 }
+
+// IsDurable reports whether calling the tool submits a durable task (a
+// task_toolsets submit tool, or a tool its server runs as an MCP task).
+func (t Tool) IsDurable() bool { return t.TaskToolset != nil || t.TaskSupport != "" }
 
 // Server states reported on /api/mcp/servers.
 const (

@@ -96,6 +96,10 @@ type Options struct {
 	// .../prompts/list_changed, notifications/resources/updated). It runs
 	// on the connection's reader and must not block.
 	OnNotification func(method string, params json.RawMessage)
+	// KeepSession keeps a streamable HTTP session alive past Close (no
+	// DELETE), for servers that keep durable tasks in it: a host restart
+	// must not end the tasks with the session (see Conn.KeepSession).
+	KeepSession bool
 }
 
 type callHeadersKey struct{}
@@ -125,6 +129,23 @@ type Tool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Execution is the tool's execution object as the server wrote it
+	// (2025-11-25: {"taskSupport": "forbidden"|"optional"|"required"}).
+	Execution json.RawMessage `json:"execution,omitempty"`
+}
+
+// TaskSupport is the tool's execution.taskSupport: "optional" or
+// "required" when the server can run a call of it as a 2025-11-25 task,
+// "forbidden" (the default, also for an absent or unreadable field)
+// otherwise.
+func (t Tool) TaskSupport() string {
+	var e struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	if json.Unmarshal(t.Execution, &e) == nil && (e.TaskSupport == "optional" || e.TaskSupport == "required") {
+		return e.TaskSupport
+	}
+	return "forbidden"
 }
 
 // Conn is one live connection to an upstream MCP server. It is safe for
@@ -143,6 +164,12 @@ type Conn struct {
 	requests *requestGate        // stdio only: the child's requests to the host
 	relays   *relays             // the calls in flight that relay to a client
 	wire     transport.Interface // the wrapped transport mcp-go uses
+	inner    transport.Interface // mcp-go's own transport, under wire
+	// resumed is the streamable HTTP session a Resume connection went
+	// back to; its Close must not end that session.
+	resumed string
+	// keep: Close leaves the streamable HTTP session to the server.
+	keep atomic.Bool
 
 	capabilities json.RawMessage // the server's, from initialize or server/discover
 	instructions string
@@ -176,55 +203,11 @@ func (c *Conn) exited() {
 // never bound to ctx, because mcp-go ties a child's and a stream's lifetime
 // to the context they were started with.
 func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) {
-	if srv.Problem != nil {
-		return nil, srv.Problem
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	log = log.With("server", srv.Name)
-	connCtx, cancel := context.WithCancel(context.Background())
-	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, onClose: opts.OnClose, workspace: opts.Workspace}
-	limit := srv.MaxResultBytes
-	if limit <= 0 {
-		limit = opts.MaxResultBytes
-	}
-	if limit <= 0 {
-		limit = DefaultMaxResultBytes
-	}
-	c.results = newResultCap(limit, log, c.exited)
-	c.relays = newRelays(srv.Type != config.TransportStdio, opts.RelayTimeout, opts.OnNotification, log)
-
-	inner, err := c.newTransport()
+	c, stop, err := start(ctx, srv, opts, "")
 	if err != nil {
-		c.Close()
 		return nil, err
 	}
-	// Sampling and elicitation are always offered: a request no downstream
-	// client can take is answered with an error (see relay.go). Roots are
-	// not: a server would ask for them at once, with no call to relay to.
-	copts := []client.ClientOption{client.WithClientCapabilities(mcp.ClientCapabilities{
-		Sampling:    &mcp.SamplingCapability{},
-		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
-	}), client.WithSamplingHandler(inputHandler{c.relays}), client.WithElicitationHandler(inputHandler{c.relays})}
-	if srv.ProtocolVersion != "" {
-		if !mcp.IsValidProtocolVersion(srv.ProtocolVersion) {
-			cancel()
-			return nil, fmt.Errorf("%w %q (known: %v)", ErrUnsupportedVersion, srv.ProtocolVersion, mcp.ValidProtocolVersions)
-		}
-		copts = append(copts, client.WithProtocolVersion(srv.ProtocolVersion))
-	}
-	c.wire = wrapTransport(inner, c.results, c.requests, c.relays)
-	c.client = client.NewClient(c.wire, copts...)
-
-	// Abort the start (an SSE stream, a child's handshake) if ctx ends first.
-	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	if err := c.client.Start(connCtx); err != nil {
-		c.Close()
-		return nil, dialError(ctx, "start", err)
-	}
 	initCtx, capt := withCapture(ctx, string(mcp.MethodInitialize), string(mcp.MethodServerDiscover))
 	c.clientInfo = mcp.Implementation{Name: ClientName, Version: opts.Version}
 	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
@@ -252,6 +235,65 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	return c, nil
 }
 
+// start builds the connection and starts its transport, without the
+// handshake; session, when not "", is the streamable HTTP session the
+// transport resumes. stop ends the watch that aborts the start when ctx
+// ends; it reports false if ctx ended first.
+func start(ctx context.Context, srv *config.Server, opts Options, session string) (*Conn, func() bool, error) {
+	if srv.Problem != nil {
+		return nil, nil, srv.Problem
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("server", srv.Name)
+	connCtx, cancel := context.WithCancel(context.Background())
+	c := &Conn{server: srv, cancel: cancel, log: log, baseHeaders: opts.BaseHeaders, onExit: opts.OnExit, onClose: opts.OnClose, workspace: opts.Workspace, resumed: session}
+	c.keep.Store(opts.KeepSession || session != "")
+	limit := srv.MaxResultBytes
+	if limit <= 0 {
+		limit = opts.MaxResultBytes
+	}
+	if limit <= 0 {
+		limit = DefaultMaxResultBytes
+	}
+	c.results = newResultCap(limit, log, c.exited)
+	c.relays = newRelays(srv.Type != config.TransportStdio, opts.RelayTimeout, opts.OnNotification, log)
+
+	inner, err := c.newTransport()
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	// Sampling and elicitation are always offered: a request no downstream
+	// client can take is answered with an error (see relay.go). Roots are
+	// not: a server would ask for them at once, with no call to relay to.
+	copts := []client.ClientOption{client.WithClientCapabilities(mcp.ClientCapabilities{
+		Sampling:    &mcp.SamplingCapability{},
+		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+	}), client.WithSamplingHandler(inputHandler{c.relays}), client.WithElicitationHandler(inputHandler{c.relays})}
+	if srv.ProtocolVersion != "" {
+		if !mcp.IsValidProtocolVersion(srv.ProtocolVersion) {
+			cancel()
+			return nil, nil, fmt.Errorf("%w %q (known: %v)", ErrUnsupportedVersion, srv.ProtocolVersion, mcp.ValidProtocolVersions)
+		}
+		copts = append(copts, client.WithProtocolVersion(srv.ProtocolVersion))
+	}
+	c.inner = inner
+	c.wire = wrapTransport(inner, c.results, c.requests, c.relays)
+	c.client = client.NewClient(c.wire, copts...)
+
+	// Abort the start (an SSE stream, a child's handshake) if ctx ends first.
+	stop := context.AfterFunc(ctx, cancel)
+	if err := c.client.Start(connCtx); err != nil {
+		stop()
+		c.Close()
+		return nil, nil, dialError(ctx, "start", err)
+	}
+	return c, stop, nil
+}
+
 func dialError(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", op, ctx.Err())
@@ -271,7 +313,11 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 	// Headers go only through the header function: mcp-go applies static
 	// headers after per-call ones, which would invert Antler's order.
 	case config.TransportHTTP:
-		return transport.NewStreamableHTTP(srv.URL, transport.WithHTTPHeaderFunc(c.headerFunc), transport.WithHTTPBasicClient(c.httpClient()))
+		topts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaderFunc(c.headerFunc), transport.WithHTTPBasicClient(c.httpClient())}
+		if c.resumed != "" {
+			topts = append(topts, transport.WithSession(c.resumed))
+		}
+		return transport.NewStreamableHTTP(srv.URL, topts...)
 	case config.TransportSSE:
 		// mcp-go's SSE transport caps every response at 60 s unless told
 		// otherwise; tool_call_timeout is the only bound Antler wants.
@@ -282,7 +328,7 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 
 // httpClient reads every response through the result cap.
 func (c *Conn) httpClient() *http.Client {
-	return &http.Client{Transport: &sessionEndHeaders{base: &capRoundTripper{base: http.DefaultTransport, cap: c.results}, headers: c.headerFunc}}
+	return &http.Client{Transport: &sessionEndHeaders{base: &capRoundTripper{base: http.DefaultTransport, cap: c.results}, headers: c.headerFunc, keep: c.keep.Load}}
 }
 
 // sessionEndHeaders sets the connection's headers on the DELETE that ends
@@ -293,9 +339,16 @@ func (c *Conn) httpClient() *http.Client {
 type sessionEndHeaders struct {
 	base    http.RoundTripper
 	headers func(context.Context) map[string]string
+	// keep reports whether to drop the DELETE instead (the session
+	// outlives the connection: Options.KeepSession, Resume).
+	keep func() bool
 }
 
 func (t *sessionEndHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodDelete && t.keep() {
+		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Body: http.NoBody,
+			Header: http.Header{}, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}, nil
+	}
 	if req.Method == http.MethodDelete {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers(req.Context()) {
@@ -386,6 +439,11 @@ func (c *Conn) command(_ context.Context, name string, env []string, args []stri
 	c.mu.Unlock()
 	return cmd, nil
 }
+
+// KeepSession makes Close leave the streamable HTTP session to the server
+// (Options.KeepSession), for a connection dialled before the host knew the
+// server keeps durable tasks in it.
+func (c *Conn) KeepSession() { c.keep.Store(true) }
 
 // ProtocolVersion is the negotiated MCP revision.
 func (c *Conn) ProtocolVersion() string { return c.protocol }
@@ -587,4 +645,28 @@ func secretValues(srv *config.Server) []string {
 		}
 	}
 	return out
+}
+
+// Resume opens a connection on an existing streamable HTTP protocol session
+// (Mcp-Session-Id) without a handshake: a durable task's requests go on the
+// session it was created on, as servers that keep tasks per session need.
+// protocol is the revision that session negotiated. Closing the connection
+// never ends the session (no DELETE is sent): the session belongs to its
+// tasks, and the server expires it on its own terms. A server that has
+// forgotten the session answers 404, which fails the request with an error
+// wrapping ErrConnectionClosed.
+func Resume(ctx context.Context, srv *config.Server, opts Options, session, protocol string) (*Conn, error) {
+	if srv.Type != config.TransportHTTP || session == "" {
+		return nil, fmt.Errorf("resume: only a streamable HTTP session can be resumed")
+	}
+	c, stop, err := start(ctx, srv, opts, session)
+	if err != nil {
+		return nil, err
+	}
+	stop()
+	if h, ok := c.inner.(*transport.StreamableHTTP); ok && protocol != "" {
+		h.SetProtocolVersion(protocol)
+	}
+	c.protocol = protocol
+	return c, nil
 }

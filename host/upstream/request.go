@@ -10,6 +10,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/antler-mcp/antler/host/config"
 )
 
 // Request sends any JSON-RPC request (resources/list, resources/read,
@@ -151,6 +153,34 @@ func (c *Conn) cancelled(ctx context.Context, id mcp.RequestId) {
 // Capabilities is the server's capabilities object as it sent it (from
 // initialize, or server/discover on 2026-07-28); nil if it sent none.
 func (c *Conn) Capabilities() json.RawMessage { return c.capabilities }
+
+// ServesToolTasks reports whether the server declared 2025-11-25 task
+// support for tools/call (capabilities.tasks.requests.tools.call).
+func (c *Conn) ServesToolTasks() bool {
+	var caps struct {
+		Tasks *struct {
+			Requests *struct {
+				Tools *struct {
+					Call json.RawMessage `json:"call"`
+				} `json:"tools"`
+			} `json:"requests"`
+		} `json:"tasks"`
+	}
+	if json.Unmarshal(c.capabilities, &caps) != nil || caps.Tasks == nil || caps.Tasks.Requests == nil || caps.Tasks.Requests.Tools == nil {
+		return false
+	}
+	call := caps.Tasks.Requests.Tools.Call
+	return len(call) > 0 && string(call) != "null"
+}
+
+// SessionID is the streamable HTTP protocol session (Mcp-Session-Id) the
+// connection's requests go on; "" for stdio, SSE and sessionless servers.
+func (c *Conn) SessionID() string {
+	if _, ok := c.wire.(transport.HTTPConnection); !ok || c.server.Type != config.TransportHTTP {
+		return ""
+	}
+	return c.wire.GetSessionId()
+}
 
 // Instructions is the server's instructions text, if it gave one.
 func (c *Conn) Instructions() string { return c.instructions }

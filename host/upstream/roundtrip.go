@@ -34,13 +34,26 @@ type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Meta      map[string]any  `json:"_meta,omitempty"`
+	// Task is params.task: a 2025-11-25 task-augmented call.
+	Task json.RawMessage `json:"task,omitempty"`
 	mcp.MultiRoundTripParams
 }
 
 // callRaw sends tools/call with Request (relay, result cap, protocol _meta,
 // cancellation) and answers input_required results until the final one.
 func (c *Conn) callRaw(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
-	p := callParams{Name: name, Arguments: args, Meta: meta}
+	return c.callParams(ctx, callParams{Name: name, Arguments: args, Meta: meta})
+}
+
+// CallToolAsTask calls the tool as a 2025-11-25 task: task is params.task
+// ({"ttl": ms} or {}), and the server answers with a CreateTaskResult,
+// returned raw like CallTool's result.
+func (c *Conn) CallToolAsTask(ctx context.Context, name string, args json.RawMessage, meta map[string]any, task json.RawMessage) (json.RawMessage, error) {
+	return c.callParams(ctx, callParams{Name: name, Arguments: args, Meta: meta, Task: task})
+}
+
+// callParams sends p (see callRaw).
+func (c *Conn) callParams(ctx context.Context, p callParams) (json.RawMessage, error) {
 	shed := 0
 	for attempt := 1; ; attempt++ {
 		params, err := json.Marshal(p)

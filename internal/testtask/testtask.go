@@ -1,6 +1,7 @@
 // Package testtask builds a real durable task runtime for tests: the tool
 // cache over a config file, a SQLite task store and the task service with
-// the ordinary driver, every part closed when the test ends.
+// the ordinary and the 2025-11-25 spec tasks drivers, every part closed when
+// the test ends.
 package testtask
 
 import (
@@ -11,6 +12,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/task/spectasks"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -37,7 +39,7 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir(), SpecTasks: true})
 	t.Cleanup(cache.Close)
 	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
 	if err != nil {
@@ -46,6 +48,10 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	t.Cleanup(func() { store.Close() })
 	var drivers task.Registry
 	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
+		t.Fatal(err)
+	}
+	spec := spectasks.New(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: cfg.MaxPollBackoff()})
+	if err := drivers.Register(spectasks.Name, spec); err != nil {
 		t.Fatal(err)
 	}
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})

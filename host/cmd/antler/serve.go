@@ -24,6 +24,7 @@ import (
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/task/spectasks"
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
@@ -94,6 +95,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		Logger:         log,
 		Version:        versionString(),
 		PluginCacheDir: filepath.Join(st.DataDir, "wasm-cache"),
+		SpecTasks:      st.MCPTasks.Enabled,
 		DataDir:        st.DataDir,
 		MaxSessions:    st.StdioPool.MaxSessions,
 		IdleTimeout:    idle,
@@ -224,6 +226,11 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 	opened.Store(store)
 	var drivers task.Registry
 	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache, Frozen: &frozen})); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	spec := spectasks.New(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: st.MCPTasks.Config.MaxPollBackoff()})
+	if err := drivers.Register(spectasks.Name, spec); err != nil {
 		store.Close()
 		return nil, nil, err
 	}
