@@ -91,11 +91,17 @@ func normalise(res *mcp.CallToolResult) (result, serverInfo string) {
 // upstream (its JSON-RPC id grows a digit) as whoami echoes it.
 var volatile = regexp.MustCompile(`(\\?"content-length\\?":\\?")[0-9]+`)
 
-// logLevel matches the one _meta key an MCP door adds upstream and REST
+// logLevel matches a _meta key an MCP door adds upstream and REST
 // cannot: the caller's log level (its session's, mcp-go's "error" when it
 // set none), so an upstream logs to an MCP caller at that caller's level;
 // REST has no channel for log messages. whoami echoes the _meta it got.
 var logLevel = regexp.MustCompile(`,?\\?"io\.modelcontextprotocol/logLevel\\?":\\?"[a-z]+\\?"`)
+
+// clientCapabilities matches the _meta key whose value differs by door on
+// 2026-07-28: a call from an MCP door, which can answer the upstream's
+// questions, declares sampling and elicitation; a REST call, which cannot,
+// declares none ({}). (Objects nested three deep.)
+var clientCapabilities = regexp.MustCompile(`(\\?"io\.modelcontextprotocol/clientCapabilities\\?":)\{(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*\}`)
 
 // restDoor is POST /api/mcp/tools/{name}/call.
 type restDoor struct{ url string }
@@ -587,7 +593,7 @@ func TestBothDoors(t *testing.T) {
 						results[c.name] = map[string]string{}
 					}
 					if !c.volatile {
-						results[c.name][d.Name()] = logLevel.ReplaceAllString(volatile.ReplaceAllString(o.Result, "${1}N"), "")
+						results[c.name][d.Name()] = clientCapabilities.ReplaceAllString(logLevel.ReplaceAllString(volatile.ReplaceAllString(o.Result, "${1}N"), ""), "${1}C")
 					}
 				})
 			}

@@ -175,6 +175,7 @@ type Conn struct {
 	instructions string
 	requestSeq   atomic.Uint64 // ids of raw requests ("antler-N")
 	clientInfo   mcp.Implementation
+	meta         *protocolMeta // a 2026-07-28 connection's fixed _meta fields
 	levelMu      sync.Mutex
 	level        string // logging/setLevel on a 2026-07-28 connection
 
@@ -224,6 +225,12 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 	}
 	c.protocol = res.ProtocolVersion
 	c.instructions = res.Instructions
+	if mcp.IsModernProtocol(c.protocol) {
+		if c.meta, err = c.newProtocolMeta(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("initialize: %w", err)
+		}
+	}
 	if raw, _ := capt.last(); raw != nil {
 		var r struct {
 			Capabilities json.RawMessage `json:"capabilities"`
@@ -269,6 +276,8 @@ func start(ctx context.Context, srv *config.Server, opts Options, session string
 	// Sampling and elicitation are always offered: a request no downstream
 	// client can take is answered with an error (see relay.go). Roots are
 	// not: a server would ask for them at once, with no call to relay to.
+	// (On 2026-07-28, where each request declares its own, Antler's raw
+	// requests offer them only when made for a client: request.go.)
 	copts := []client.ClientOption{client.WithClientCapabilities(mcp.ClientCapabilities{
 		Sampling:    &mcp.SamplingCapability{},
 		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
@@ -668,5 +677,12 @@ func Resume(ctx context.Context, srv *config.Server, opts Options, session, prot
 		h.SetProtocolVersion(protocol)
 	}
 	c.protocol = protocol
+	if mcp.IsModernProtocol(protocol) {
+		c.clientInfo = mcp.Implementation{Name: ClientName, Version: opts.Version}
+		if c.meta, err = c.newProtocolMeta(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+	}
 	return c, nil
 }

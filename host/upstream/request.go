@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -23,8 +24,9 @@ import (
 // closed) and ctx's error is returned.
 //
 // On a 2026-07-28 connection the request carries the protocol fields in its
-// _meta, and logging/setLevel, which that revision removed, sets the level
-// every later request declares instead.
+// _meta (sampling and elicitation declared only with a Relay in ctx, the
+// only requests that can answer them), and logging/setLevel, which that
+// revision removed, sets the level every later request declares instead.
 func (c *Conn) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	modern := mcp.IsModernProtocol(c.protocol)
 	if modern && method == string(mcp.MethodSetLogLevel) {
@@ -40,18 +42,27 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 		c.levelMu.Unlock()
 		return json.RawMessage(`{}`), nil
 	}
+	if modern {
+		p, err := c.withProtocolMeta(ctx, params)
+		if err != nil {
+			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: method + ": " + err.Error()}
+		}
+		params = p
+	}
+	return c.send(ctx, method, params, modern)
+}
+
+// send sends a request whose params already carry the protocol _meta a
+// 2026-07-28 connection needs (modern), and, over HTTP, the standard
+// headers that revision derives from them.
+func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, modern bool) (json.RawMessage, error) {
 	var body any
 	if len(params) > 0 && string(params) != "null" {
 		body = params
 	}
 	var header http.Header
-	if modern {
-		p, err := c.withProtocolMeta(params)
-		if err != nil {
-			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: method + ": " + err.Error()}
-		}
-		body = p
-		for k, v := range mcp.StandardHeaders(c.protocol, mcp.MCPMethod(method), p) {
+	if modern && c.server.Type != config.TransportStdio { // (stdio has no headers to carry them)
+		for k, v := range mcp.StandardHeaders(c.protocol, mcp.MCPMethod(method), params) {
 			if header == nil {
 				header = http.Header{}
 			}
@@ -86,10 +97,59 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 	return append(json.RawMessage(nil), resp.Result...), nil
 }
 
-// withProtocolMeta adds what 2026-07-28 asks of every request's _meta
-// (protocol version, client identity and capabilities, log level), as
-// mcp-go does for its own requests; fields the caller set stay.
-func (c *Conn) withProtocolMeta(params json.RawMessage) (json.RawMessage, error) {
+// protocolMeta is what 2026-07-28 asks of every request's _meta that stays
+// the same for a connection (protocol version, client capabilities, client
+// identity), encoded once.
+type protocolMeta struct {
+	version, clientInfo json.RawMessage
+	// capabilities are declared on a request made for a downstream client
+	// (one with a Relay), which can answer the server's questions;
+	// noCapabilities ({}) on any other: it could answer none (relay.go),
+	// and each capability declared costs the server decoding per request.
+	capabilities, noCapabilities json.RawMessage
+}
+
+// newProtocolMeta encodes c's fixed _meta fields once it has negotiated.
+func (c *Conn) newProtocolMeta() (*protocolMeta, error) {
+	m := protocolMeta{noCapabilities: json.RawMessage(`{}`)}
+	var err error
+	if m.version, err = json.Marshal(c.protocol); err != nil {
+		return nil, err
+	}
+	if m.capabilities, err = json.Marshal(c.client.GetClientCapabilities()); err != nil {
+		return nil, err
+	}
+	if m.clientInfo, err = json.Marshal(c.clientInfo); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// addProtocolMeta sets, through set, what 2026-07-28 asks of every
+// request's _meta: protocol version, client capabilities (those a request
+// made with a Relay in ctx can answer), client identity, and the log level
+// if one was set.
+func (c *Conn) addProtocolMeta(ctx context.Context, set func(k string, v json.RawMessage)) error {
+	set(mcp.MetaKeyProtocolVersion, c.meta.version)
+	if relayFrom(ctx) != nil {
+		set(mcp.MetaKeyClientCapabilities, c.meta.capabilities)
+	} else {
+		set(mcp.MetaKeyClientCapabilities, c.meta.noCapabilities)
+	}
+	set(mcp.MetaKeyClientInfo, c.meta.clientInfo)
+	if level := c.logLevel(); level != "" {
+		v, err := json.Marshal(level)
+		if err != nil {
+			return err
+		}
+		set(mcp.MetaKeyLogLevel, v)
+	}
+	return nil
+}
+
+// withProtocolMeta adds the protocol fields to params' _meta
+// (addProtocolMeta); fields the caller set stay.
+func (c *Conn) withProtocolMeta(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 	fields := map[string]json.RawMessage{}
 	if len(params) > 0 && string(params) != "null" {
 		if err := json.Unmarshal(params, &fields); err != nil {
@@ -102,22 +162,32 @@ func (c *Conn) withProtocolMeta(params json.RawMessage) (json.RawMessage, error)
 			return nil, fmt.Errorf("_meta must be an object: %w", err)
 		}
 	}
-	set := func(k string, v any) {
+	err := c.addProtocolMeta(ctx, func(k string, v json.RawMessage) {
 		if _, ok := meta[k]; !ok {
-			meta[k], _ = json.Marshal(v)
+			meta[k] = v
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	set(mcp.MetaKeyProtocolVersion, c.protocol)
-	set(mcp.MetaKeyClientCapabilities, c.client.GetClientCapabilities())
-	set(mcp.MetaKeyClientInfo, c.clientInfo)
-	if level := c.logLevel(); level != "" {
-		set(mcp.MetaKeyLogLevel, level)
-	}
-	var err error
 	if fields["_meta"], err = json.Marshal(meta); err != nil {
 		return nil, err
 	}
 	return json.Marshal(fields)
+}
+
+// withCallMeta is a tools/call's _meta on a 2026-07-28 connection: the
+// caller's fields, and the protocol fields it did not set itself, without
+// the decoding of encoded params that withProtocolMeta needs.
+func (c *Conn) withCallMeta(ctx context.Context, meta map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(meta)+4)
+	maps.Copy(out, meta)
+	err := c.addProtocolMeta(ctx, func(k string, v json.RawMessage) {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	})
+	return out, err
 }
 
 // logLevel is the level last set with logging/setLevel on a modern

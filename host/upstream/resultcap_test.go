@@ -151,7 +151,7 @@ func dialBroken(t *testing.T, onExit func(), env ...config.Pair) *upstream.Conn 
 }
 
 // dial connects to srv for the length of the test.
-func dial(t *testing.T, srv *config.Server, opts upstream.Options) *upstream.Conn {
+func dial(t testing.TB, srv *config.Server, opts upstream.Options) *upstream.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -13,7 +13,7 @@ import (
 
 // The raw tools/call. mcp-go's CallTool decodes every result into a typed
 // CallToolResult that Antler throws away (it keeps the bytes), so calls go
-// through Request instead, and the multi round-trip exchange of 2026-07-28
+// raw instead (Request's send), and the multi round-trip exchange of 2026-07-28
 // (SEP-2322: a result of resultType input_required, whose questions the
 // call's relay answers before the call is sent again with the answers) is
 // driven here with mcp-go's limits. Only a result that says input_required
@@ -39,8 +39,9 @@ type callParams struct {
 	mcp.MultiRoundTripParams
 }
 
-// callRaw sends tools/call with Request (relay, result cap, protocol _meta,
-// cancellation) and answers input_required results until the final one.
+// callRaw sends tools/call as Request does (relay, result cap, protocol
+// _meta, cancellation), the _meta put in before the params are encoded,
+// and answers input_required results until the final one.
 func (c *Conn) callRaw(ctx context.Context, name string, args json.RawMessage, meta map[string]any) (json.RawMessage, error) {
 	return c.callParams(ctx, callParams{Name: name, Arguments: args, Meta: meta})
 }
@@ -54,13 +55,21 @@ func (c *Conn) CallToolAsTask(ctx context.Context, name string, args json.RawMes
 
 // callParams sends p (see callRaw).
 func (c *Conn) callParams(ctx context.Context, p callParams) (json.RawMessage, error) {
+	meta := p.Meta
+	modern := mcp.IsModernProtocol(c.protocol)
 	shed := 0
 	for attempt := 1; ; attempt++ {
+		if modern { // (again each round: the log level may have changed)
+			var err error
+			if p.Meta, err = c.withCallMeta(ctx, meta); err != nil {
+				return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
+			}
+		}
 		params, err := json.Marshal(p)
 		if err != nil {
 			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
 		}
-		raw, err := c.Request(ctx, string(mcp.MethodToolsCall), params)
+		raw, err := c.send(ctx, string(mcp.MethodToolsCall), params, modern)
 		if err != nil || !bytes.Contains(raw, []byte(`"input_required"`)) {
 			return raw, err
 		}

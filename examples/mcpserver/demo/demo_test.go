@@ -382,3 +382,38 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagnostics: with ANTLER_DEMO_WIRELOG the first protocol lines of
+// both directions are logged in order, and with ANTLER_DEMO_CPUPROFILE a
+// profile is written when the server stops.
+func TestDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	wire, profile := filepath.Join(dir, "wire.log"), filepath.Join(dir, "cpu.pprof")
+	c, err := client.NewStdioMCPClient(testmcp.Build(t), []string{envWireLog + "=" + wire, envCPUProfile + "=" + profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	initialize(t, c, "2025-11-25")
+	call(t, c, "echo", map[string]any{"message": "logged"})
+	if err := c.Close(); err != nil { // waits for the server to exit
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for line := range strings.Lines(string(data)) {
+		dirs = append(dirs, line[:1])
+	}
+	// initialize, its answer, notifications/initialized, the call, its answer.
+	if want := []string{">", "<", ">", ">", "<"}; !slices.Equal(dirs, want) {
+		t.Errorf("wire log directions %q, want %q:\n%s", dirs, want, data)
+	}
+	if !strings.Contains(string(data), `"text":"Echo: logged"`) {
+		t.Errorf("wire log has no echo answer:\n%s", data)
+	}
+	if fi, err := os.Stat(profile); err != nil || fi.Size() == 0 {
+		t.Errorf("CPU profile: %v (%v)", err, fi)
+	}
+}

@@ -16,6 +16,10 @@
 //
 // All diagnostics go to stderr. With -transport stdio, stdout carries nothing
 // but the protocol and the process exits when stdin is closed.
+//
+// For measuring the server itself, ANTLER_DEMO_CPUPROFILE=<file> writes a
+// CPU profile of the run when it stops, and ANTLER_DEMO_WIRELOG=<file>
+// appends the first protocol lines each way to file (see diag.go).
 package main
 
 import (
@@ -117,6 +121,11 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 // run builds the MCP server and serves it on the configured transport until
 // ctx is cancelled or, for stdio, stdin is closed.
 func run(ctx context.Context, cfg config, stdin io.Reader, stdout io.Writer, logger *log.Logger) error {
+	stdin, stdout, stop, err := startDiagnostics(stdin, stdout)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	srv := newServer(cfg)
 	return mcpserve.Serve(ctx, srv, mcpserve.Options{Transport: cfg.transport, Listen: cfg.listen,
 		Stdin: stdin, Stdout: stdout, Logger: logger, HTTPContext: withRequestHeaders})

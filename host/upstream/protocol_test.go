@@ -1,0 +1,130 @@
+package upstream_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/internal/testmcp"
+)
+
+// TestRequestProtocolMeta: what each request declares in its _meta, as the
+// demo server's whoami reports it. On 2026-07-28 every request carries the
+// protocol version, the client's identity and capabilities (an empty
+// object is a valid declaration: the server refuses a request without
+// one); sampling and elicitation are declared only by a call made with a
+// Relay, the only one that can answer them; the caller's own fields stay,
+// a protocol field it set itself included; a level set with
+// logging/setLevel is declared from then on. On 2025-11-25 nothing of that
+// is added: the handshake said it once.
+func TestRequestProtocolMeta(t *testing.T) {
+	bin := testmcp.Build(t)
+	const (
+		version = mcp.MetaKeyProtocolVersion
+		caps    = mcp.MetaKeyClientCapabilities
+		info    = mcp.MetaKeyClientInfo
+		level   = mcp.MetaKeyLogLevel
+	)
+	withRelay := func(ctx context.Context) context.Context { return upstream.WithRelay(ctx, &testRelay{}) }
+	noRelay := func(ctx context.Context) context.Context { return ctx }
+	tests := []struct {
+		name     string
+		revision string
+		ctx      func(context.Context) context.Context
+		meta     map[string]any
+		setLevel bool
+		want     map[string]string // key → its JSON; "" means absent
+	}{
+		{"modern, no relay", "2026-07-28", noRelay, nil, false,
+			map[string]string{version: `"2026-07-28"`, caps: `{}`, info: `{"name":"antler","version":"9.9"}`, level: ""}},
+		{"modern, relay", "2026-07-28", withRelay, nil, false,
+			map[string]string{version: `"2026-07-28"`, caps: `{"elicitation":{"form":{}},"sampling":{}}`, info: `{"name":"antler","version":"9.9"}`}},
+		{"modern, caller's fields", "2026-07-28", noRelay, map[string]any{"x": 1, info: map[string]any{"name": "mine", "version": "1"}}, false,
+			map[string]string{"x": `1`, version: `"2026-07-28"`, caps: `{}`, info: `{"name":"mine","version":"1"}`}},
+		{"modern, log level", "2026-07-28", noRelay, nil, true,
+			map[string]string{version: `"2026-07-28"`, level: `"warning"`}},
+		{"legacy", "2025-11-25", withRelay, map[string]any{"x": 1}, false,
+			map[string]string{"x": `1`, version: "", caps: "", info: "", level: ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, &config.Server{Name: "demo", Type: config.TransportStdio, Command: bin, ProtocolVersion: tc.revision},
+				upstream.Options{Version: "9.9"})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tc.setLevel {
+				if _, err := c.Request(ctx, "logging/setLevel", json.RawMessage(`{"level":"warning"}`)); err != nil {
+					t.Fatalf("logging/setLevel: %v", err)
+				}
+			}
+			raw, err := c.CallTool(tc.ctx(ctx), "whoami", json.RawMessage(`{}`), tc.meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res struct {
+				StructuredContent struct {
+					Meta map[string]json.RawMessage `json:"meta"`
+				} `json:"structuredContent"`
+			}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				t.Fatalf("%v: %s", err, raw)
+			}
+			got := res.StructuredContent.Meta
+			for k, want := range tc.want {
+				if v, ok := got[k]; want == "" && ok {
+					t.Errorf("_meta[%s] = %s, want none", k, v)
+				} else if want != "" && string(v) != want {
+					t.Errorf("_meta[%s] = %s, want %s", k, v, want)
+				}
+			}
+		})
+	}
+}
+
+// TestModernCallHeaders: over streamable HTTP a 2026-07-28 tools/call
+// carries the standard headers derived from its body (SEP-2243), which
+// stdio, having no headers, is spared.
+func TestModernCallHeaders(t *testing.T) {
+	s := server.NewMCPServer("echo", "1")
+	s.AddTool(mcp.NewTool("echo"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	h := server.NewStreamableHTTPServer(s)
+	var mu sync.Mutex
+	var seen http.Header
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			mu.Lock()
+			seen = r.Header.Clone()
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	c := dial(t, &config.Server{Name: "echo", Type: config.TransportHTTP, URL: ts.URL + "/mcp", ProtocolVersion: "2026-07-28"}, upstream.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.CallTool(ctx, "echo", json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, want := range map[string]string{mcp.HeaderMethod: "tools/call", mcp.HeaderName: "echo", mcp.HeaderProtocolVersion: "2026-07-28"} {
+		if got := seen.Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
+	}
+}
