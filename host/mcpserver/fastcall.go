@@ -297,9 +297,11 @@ var knownContent = map[string]bool{
 }
 
 // passThrough is a result as the client gets it, without decoding it into
-// mcp-go's types, when that is the same answer: content of known types and
-// none of the fields callTool rewrites (the upstream's resultType, input
-// requests, request state; a _meta, which may carry its serverInfo). A
+// mcp-go's types, when that is the same answer: content of known types, no
+// input requests or request state, and a resultType, if any, of
+// "complete". Without a resultType or _meta the upstream's bytes are the
+// answer; otherwise only those two members are rewritten, as callTool
+// does (the upstream's serverInfo dropped), the others' bytes kept. A
 // 2026-07-28 result gets the resultType and serverInfo mcp-go would add.
 func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage, bool) {
 	var probe struct {
@@ -311,13 +313,17 @@ func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage,
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) < 2 || raw[0] != '{' || json.Unmarshal(raw, &probe) != nil || probe.Content == nil ||
-		probe.ResultType != nil || probe.InputRequests != nil || probe.RequestState != nil || probe.Meta != nil {
+		probe.InputRequests != nil || probe.RequestState != nil ||
+		probe.ResultType != nil && string(probe.ResultType) != `"`+string(mcp.ResultTypeComplete)+`"` {
 		return nil, false
 	}
 	for _, c := range probe.Content {
 		if t, ok := c.Type.(string); !ok || !knownContent[t] {
 			return nil, false
 		}
+	}
+	if probe.ResultType != nil || probe.Meta != nil {
+		return s.rewriteResult(raw, modern)
 	}
 	if !modern {
 		return raw, true
@@ -326,6 +332,42 @@ func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage,
 	b := make([]byte, 0, len(s.modernPrefix)+len(raw))
 	b = append(append(b, s.modernPrefix...), raw[1:]...)
 	return b, true
+}
+
+// rewriteResult sets a result's resultType and _meta as mcp-go would
+// answer them: 2026-07-28 gets resultType "complete" and Antler's
+// serverInfo, an older revision neither; the upstream's serverInfo is
+// dropped (dropServerInfo) and its other _meta keys kept.
+func (s *Server) rewriteResult(raw json.RawMessage, modern bool) (json.RawMessage, bool) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil, false
+	}
+	delete(obj, "resultType")
+	var meta map[string]json.RawMessage
+	if m, ok := obj["_meta"]; ok && !isNull(m) {
+		if json.Unmarshal(m, &meta) != nil || meta == nil {
+			return nil, false // mcp-go's decoding reports it
+		}
+	}
+	delete(meta, mcp.MetaKeyServerInfo)
+	delete(obj, "_meta")
+	if modern {
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+		meta[mcp.MetaKeyServerInfo] = s.implementationJSON
+		obj["resultType"] = json.RawMessage(`"` + string(mcp.ResultTypeComplete) + `"`)
+	}
+	if len(meta) > 0 {
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return nil, false
+		}
+		obj["_meta"] = b
+	}
+	b, err := json.Marshal(obj)
+	return b, err == nil
 }
 
 // fastStream is the response of a call the door answers, and the call's
@@ -443,7 +485,7 @@ func (f *fastStream) answer(a fastAnswer, modern bool) {
 				raw = []byte(`{"content":[],"isError":true}`)
 			}
 		}
-		b = make([]byte, 0, len(raw)+len(f.id)+40)
+		b = make([]byte, 0, len(raw)+len(f.id)+48) // room for the newline
 		b = append(append(append(append(append(b, `{"jsonrpc":"2.0","id":`...), f.id...), `,"result":`...), raw...), '}')
 	}
 	if f.sse {

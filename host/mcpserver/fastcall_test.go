@@ -239,6 +239,11 @@ func TestProgressCallStillStreams(t *testing.T) {
 // ({"content":[{"type":"text","text":"odd"}]}); the door relays it as is.
 const oddResult = `{"isError":false,  "content":[{"text":"odd","type":"text"}],"x-extra":{"k":1}}`
 
+// metaResult is the upstream's answer to its meta tool: a 2026-07-28
+// server's result, with its own resultType and serverInfo beside a key of
+// its own.
+const metaResult = `{"content":[{"type":"text","text":"m"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"odd","version":"1"},"k":"v"}}`
+
 // oddUpstream is a minimal streamable-HTTP MCP server written by hand, so
 // its result bytes are not mcp-go's.
 func oddUpstream(t *testing.T) string {
@@ -253,6 +258,7 @@ func oddUpstream(t *testing.T) string {
 			Method string          `json:"method"`
 			Params struct {
 				ProtocolVersion string `json:"protocolVersion"`
+				Name            string `json:"name"`
 			} `json:"params"`
 		}
 		if json.NewDecoder(r.Body).Decode(&msg) != nil || msg.ID == nil {
@@ -264,9 +270,12 @@ func oddUpstream(t *testing.T) string {
 		case "initialize":
 			result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"odd","version":"1"}}`, msg.Params.ProtocolVersion)
 		case "tools/list":
-			result = `{"tools":[{"name":"tool","inputSchema":{"type":"object"}}]}`
+			result = `{"tools":[{"name":"tool","inputSchema":{"type":"object"}},{"name":"meta","inputSchema":{"type":"object"}}]}`
 		case "tools/call":
 			result = oddResult
+			if msg.Params.Name == "meta" {
+				result = metaResult
+			}
 		case "ping":
 			result = `{}`
 		}
@@ -301,5 +310,17 @@ func TestPlainCallRelaysTheUpstreamsBytes(t *testing.T) {
 	}
 	if want := `{"jsonrpc":"2.0","id":3,"result":` + oddResult + "}\n"; string(body) != want {
 		t.Errorf("answer\n got %s\nwant %s", body, want)
+	}
+	// The upstream's resultType and serverInfo are its own: a session's
+	// result has neither, a 2026-07-28 result Antler's; its other _meta
+	// keys stay.
+	_, body = h.rawPost(hdr, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"odd_meta","arguments":{}}}`)
+	if got, want := string(rpcResult(t, body)), `{"_meta":{"k":"v"},"content":[{"type":"text","text":"m"}]}`; got != want {
+		t.Errorf("session result\n got %s\nwant %s", got, want)
+	}
+	modern := map[string]string{mcp.HeaderProtocolVersion: "2026-07-28", mcp.HeaderMethod: "tools/call", mcp.HeaderName: "odd_meta"}
+	_, body = h.rawPost(modern, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"odd_meta","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if got, want := string(rpcResult(t, body)), `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"antler","version":"test"},"k":"v"},"content":[{"type":"text","text":"m"}],"resultType":"complete"}`; got != want {
+		t.Errorf("2026-07-28 result\n got %s\nwant %s", got, want)
 	}
 }

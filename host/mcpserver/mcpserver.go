@@ -157,8 +157,9 @@ type Server struct {
 	ttl  time.Duration
 	// implementation is the serverInfo of a 2026-07-28 result, and
 	// modernPrefix the members mcp-go adds to one, ready to splice.
-	implementation mcp.Implementation
-	modernPrefix   []byte
+	implementation     mcp.Implementation
+	implementationJSON json.RawMessage
+	modernPrefix       []byte
 
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
@@ -199,8 +200,8 @@ func New(opts Options) *Server {
 	}
 	s.ttl = ttl
 	s.implementation = mcp.Implementation{Name: "antler", Version: version}
-	info, _ := json.Marshal(s.implementation)
-	s.modernPrefix = fmt.Appendf(nil, `{"resultType":%q,"_meta":{%q:%s},`, mcp.ResultTypeComplete, mcp.MetaKeyServerInfo, info)
+	s.implementationJSON, _ = json.Marshal(s.implementation)
+	s.modernPrefix = fmt.Appendf(nil, `{"resultType":%q,"_meta":{%q:%s},`, mcp.ResultTypeComplete, mcp.MetaKeyServerInfo, s.implementationJSON)
 	s.events = newEventStore(storeLimits{events: maxEvents, sessionBytes: maxSessionEventBytes, totalBytes: maxEventStoreBytes, eventBytes: maxStoredEventBytes})
 	s.rounds.max = opts.MaxRoundsPerPrincipal
 	if s.rounds.max <= 0 {
