@@ -118,10 +118,24 @@ func (f *fastState) cancelled(sessionID string, params json.RawMessage) {
 	}
 }
 
-// plainID reports whether a JSON-RPC id is a string or a number.
+// plainID reports whether a JSON-RPC id is a string or an integer that
+// mcp-go echoes as sent (it decodes ids into float64: a fraction, an
+// exponent or more than 15 digits may come back written otherwise).
 func plainID(id json.RawMessage) bool {
 	id = bytes.TrimSpace(id)
-	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+	if len(id) > 0 && id[0] == '"' {
+		return true
+	}
+	digits := bytes.TrimPrefix(id, []byte("-"))
+	if len(digits) == 0 || len(digits) > 15 || len(digits) > 1 && digits[0] == '0' {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // declaresServerRequests reports whether a client declared a capability
