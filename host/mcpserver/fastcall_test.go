@@ -324,3 +324,28 @@ func TestPlainCallRelaysTheUpstreamsBytes(t *testing.T) {
 		t.Errorf("2026-07-28 result\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestQueuedNotificationTakesMCPGosStream: when the tool set changes, the
+// session's notifications/tools/list_changed goes out on a call's stream
+// (mcp-go's: the door leaves a call with notifications queued for its
+// session to it), and the session's plain calls are JSON again afterwards,
+// where mcp-go would have kept upgrading them to SSE.
+func TestQueuedNotificationTakesMCPGosStream(t *testing.T) {
+	h := newHost(t)
+	hdr := h.session("2025-11-25", "")
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stdio_echo","arguments":{"message":"hi"}}}`
+	answer := func() string {
+		t.Helper()
+		resp, body := h.rawPost(hdr, call)
+		if !strings.Contains(string(body), "Echo: hi") {
+			t.Fatalf("no result: %s", body)
+		}
+		return resp.Header.Get("Content-Type")
+	}
+	if ct := answer(); ct != "application/json" {
+		t.Fatalf("before the change: %q", ct)
+	}
+	h.writeConfig("extra")
+	waitFor(t, "a call streamed with the change", func() bool { return strings.HasPrefix(answer(), "text/event-stream") })
+	waitFor(t, "a plain call answered as JSON again", func() bool { return answer() == "application/json" })
+}
