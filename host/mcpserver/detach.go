@@ -75,6 +75,8 @@ func (s *Server) streamableContext(ctx context.Context, r *http.Request) context
 		// The session ended between mcp-go's check and here: its life
 		// must not outlive it.
 		s.lives.end(id)
+	} else {
+		s.fast.seen(id) // mcp-go reset the session's idle clock
 	}
 	return sessionBound{Context: context.WithoutCancel(ctx), life: life}
 }

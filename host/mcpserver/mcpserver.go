@@ -151,8 +151,21 @@ type Server struct {
 	// clients are mcp-go's registered sessions (clientsessions.go).
 	clients clientSessions
 
+	// fast is the state of the calls the door answers itself (fastcall.go);
+	// ttl is the session idle TTL mcp-go applies.
+	fast fastState
+	ttl  time.Duration
+	// implementation is the serverInfo of a 2026-07-28 result, and
+	// modernPrefix the members mcp-go adds to one, ready to splice.
+	implementation     mcp.Implementation
+	implementationJSON json.RawMessage
+	modernPrefix       []byte
+
 	syncMu sync.Mutex
 	synced *toolcache.Snapshot
+	// plain are the names of the synced set's tools a plain call of which
+	// the door answers itself (fastcall.go).
+	plain map[string]bool
 	// syncedTasks is whether the host tools were listed at the last sync.
 	syncedTasks bool
 
@@ -185,6 +198,10 @@ func New(opts Options) *Server {
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
+	s.ttl = ttl
+	s.implementation = mcp.Implementation{Name: "antler", Version: version}
+	s.implementationJSON, _ = json.Marshal(s.implementation)
+	s.modernPrefix = fmt.Appendf(nil, `{"resultType":%q,"_meta":{%q:%s},`, mcp.ResultTypeComplete, mcp.MetaKeyServerInfo, s.implementationJSON)
 	s.events = newEventStore(storeLimits{events: maxEvents, sessionBytes: maxSessionEventBytes, totalBytes: maxEventStoreBytes, eventBytes: maxStoredEventBytes})
 	s.rounds.max = opts.MaxRoundsPerPrincipal
 	if s.rounds.max <= 0 {
@@ -207,6 +224,7 @@ func New(opts Options) *Server {
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.fast.touched.Delete(cs.SessionID()) })
 	s.clients.hook(hooks)
 	hooks.AddOnRequestInitialization(refuseBadToolCursor)
 	s.taskHooks(hooks)
@@ -301,24 +319,31 @@ var errUnauthenticated = errors.New("the MCP endpoint is mounted without authent
 // tools while the task runtime runs). A change replaces the set, which
 // sends notifications/tools/list_changed to every session; an unchanged
 // cache costs one signature check.
-func (s *Server) sync(ctx context.Context) {
+func (s *Server) sync(ctx context.Context) { s.syncSnapshot(ctx) }
+
+// syncSnapshot is sync returning the synced snapshot and the names of its
+// plain tools (nil, nil when the cache has none to give): a tool mcp-go
+// serves whose call is an upstream call, not a task submit, a host tool or
+// one with x-mcp-header parameters (mcp-go checks their headers).
+func (s *Server) syncSnapshot(ctx context.Context) (*toolcache.Snapshot, map[string]bool) {
 	if s.cache == nil {
-		return
+		return nil, nil
 	}
 	snap, err := s.cache.Snapshot(ctx)
 	if err != nil {
 		s.log.Warn("MCP tools unavailable", "error", dispatch.Redact(err.Error()))
-		return
+		return nil, nil
 	}
 	running := s.tasks.Running()
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	if snap == s.synced && running == s.syncedTasks {
-		return
+		return snap, s.plain
 	}
 	tools := append(append([]toolcache.Tool{}, snap.Tools...), s.tasks.Listed()...)
 	served := make([]server.ServerTool, 0, len(tools))
-	for _, t := range tools {
+	plain := make(map[string]bool, len(snap.Tools))
+	for i, t := range tools {
 		mt := Tool(t)
 		if err := mcp.ValidateParamHeaderAnnotations(&mt); err != nil {
 			// mcp-go refuses such a definition (it would panic); the
@@ -327,12 +352,26 @@ func (s *Server) sync(ctx context.Context) {
 			continue
 		}
 		served = append(served, server.ServerTool{Tool: mt, Handler: s.callTool})
+		if i < len(snap.Tools) && t.TaskToolset == nil && !tasktools.IsHostTool(t.Name) && !bytes.Contains(t.InputSchema, []byte("x-mcp-header")) {
+			plain[t.Name] = true
+		}
+	}
+	// A name listed twice is mcp-go's last definition: leave it to mcp-go.
+	seen := make(map[string]int, len(served))
+	for _, st := range served {
+		seen[st.Tool.Name]++
+	}
+	for name, n := range seen {
+		if n > 1 {
+			delete(plain, name)
+		}
 	}
 	s.mcp.SetTools(served...)
 	if s.synced != nil && snap != s.synced {
 		s.listsChanged()
 	}
-	s.synced, s.syncedTasks = snap, running
+	s.synced, s.syncedTasks, s.plain = snap, running, plain
+	return snap, plain
 }
 
 // Tool is a REST-listed tool as MCP lists it: the same name and

@@ -164,6 +164,9 @@ func (s *Server) Streamable() http.Handler {
 			defer s.listeners.opened(id)()
 		}
 		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
+		if s.serveCall(w, r, id) {
+			return
+		}
 		if s.serveTasks(w, r, id, modern) {
 			return
 		}
