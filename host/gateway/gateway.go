@@ -57,6 +57,9 @@ type Options struct {
 	HTTP HTTPOptions
 	// Version is the host version the MCP endpoint reports in serverInfo.
 	Version string
+	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
+	// (settings debug.pprof; off by default).
+	Pprof bool
 }
 
 // Server is the gateway.
@@ -157,6 +160,9 @@ func New(opts Options) *Server {
 	api.GET("/threads/:thread_id/mcp-tasks/events", s.taskEvents, s.eventStream)
 	api.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
 	api.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
+	if opts.Pprof {
+		s.routePprof()
+	}
 	return s
 }
 
