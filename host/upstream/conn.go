@@ -145,6 +145,10 @@ type Conn struct {
 	clientInfo   mcp.Implementation
 	levelMu      sync.Mutex
 	level        string // logging/setLevel on a 2026-07-28 connection
+	// metaJSON is the `"_meta":{...}` member of requests' params for
+	// metaLevel (see metaMember), under levelMu.
+	metaJSON  []byte
+	metaLevel string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // stdio only

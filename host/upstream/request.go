@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,12 @@ import (
 // _meta, and logging/setLevel, which that revision removed, sets the level
 // every later request declares instead.
 func (c *Conn) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.request(ctx, method, params, false)
+}
+
+// request is Request; valid says params are known to be valid JSON (they
+// were just marshalled), which spares the protocol _meta a check.
+func (c *Conn) request(ctx context.Context, method string, params json.RawMessage, valid bool) (json.RawMessage, error) {
 	modern := mcp.IsModernProtocol(c.protocol)
 	if modern && method == string(mcp.MethodSetLogLevel) {
 		var p mcp.SetLevelParams
@@ -44,16 +51,20 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 	}
 	var header http.Header
 	if modern {
-		p, err := c.withProtocolMeta(params)
+		p, err := c.withProtocolMeta(params, valid)
 		if err != nil {
 			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: method + ": " + err.Error()}
 		}
 		body = p
-		for k, v := range mcp.StandardHeaders(c.protocol, mcp.MCPMethod(method), p) {
-			if header == nil {
-				header = http.Header{}
+		// The standard headers travel on HTTP only: stdio has no headers,
+		// and building them decodes the params again.
+		if _, isHTTP := c.wire.(transport.HTTPConnection); isHTTP {
+			for k, v := range mcp.StandardHeaders(c.protocol, mcp.MCPMethod(method), p) {
+				if header == nil {
+					header = http.Header{}
+				}
+				header.Set(k, v)
 			}
-			header.Set(k, v)
 		}
 	}
 	// mcp-go numbers its requests; a string id cannot collide with them.
@@ -81,13 +92,21 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 	if resp.Result == nil {
 		return nil, fmt.Errorf("%s: no result", method)
 	}
-	return append(json.RawMessage(nil), resp.Result...), nil
+	// resp.Result is already a copy of the server's bytes (json.RawMessage
+	// copies when decoded) that only this request holds.
+	return resp.Result, nil
 }
 
 // withProtocolMeta adds what 2026-07-28 asks of every request's _meta
 // (protocol version, client identity and capabilities, log level), as
-// mcp-go does for its own requests; fields the caller set stay.
-func (c *Conn) withProtocolMeta(params json.RawMessage) (json.RawMessage, error) {
+// mcp-go does for its own requests; fields the caller set stay. Params
+// without a _meta (the usual case) get it spliced in front of their own
+// fields, written once per connection and log level; valid says params need
+// no check that they are JSON.
+func (c *Conn) withProtocolMeta(params json.RawMessage, valid bool) (json.RawMessage, error) {
+	if p, ok := c.spliceProtocolMeta(params, valid); ok {
+		return p, nil
+	}
 	fields := map[string]json.RawMessage{}
 	if len(params) > 0 && string(params) != "null" {
 		if err := json.Unmarshal(params, &fields); err != nil {
@@ -100,6 +119,17 @@ func (c *Conn) withProtocolMeta(params json.RawMessage) (json.RawMessage, error)
 			return nil, fmt.Errorf("_meta must be an object: %w", err)
 		}
 	}
+	c.addProtocolMeta(meta, c.logLevel())
+	var err error
+	if fields["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}
+
+// addProtocolMeta sets the protocol fields of a request's _meta that meta
+// does not hold already.
+func (c *Conn) addProtocolMeta(meta map[string]json.RawMessage, level string) {
 	set := func(k string, v any) {
 		if _, ok := meta[k]; !ok {
 			meta[k], _ = json.Marshal(v)
@@ -108,14 +138,46 @@ func (c *Conn) withProtocolMeta(params json.RawMessage) (json.RawMessage, error)
 	set(mcp.MetaKeyProtocolVersion, c.protocol)
 	set(mcp.MetaKeyClientCapabilities, c.client.GetClientCapabilities())
 	set(mcp.MetaKeyClientInfo, c.clientInfo)
-	if level := c.logLevel(); level != "" {
+	if level != "" {
 		set(mcp.MetaKeyLogLevel, level)
 	}
-	var err error
-	if fields["_meta"], err = json.Marshal(meta); err != nil {
-		return nil, err
+}
+
+// spliceProtocolMeta writes params with the protocol _meta as their first
+// field, or reports false when it cannot tell that params are an object
+// without one (the bytes "_meta" anywhere, or anything but an object or
+// null), which the decoding path then handles.
+func (c *Conn) spliceProtocolMeta(params json.RawMessage, valid bool) (json.RawMessage, bool) {
+	body := bytes.TrimLeft(params, " \t\r\n")
+	empty := len(body) == 0 || string(bytes.TrimSpace(body)) == "null"
+	if !empty && (body[0] != '{' || bytes.Contains(body, []byte(`"_meta"`)) || (!valid && !json.Valid(body))) {
+		return nil, false
 	}
-	return json.Marshal(fields)
+	member := c.metaMember()
+	if empty {
+		body = []byte("{}")
+	}
+	rest := bytes.TrimLeft(body[1:], " \t\r\n")
+	out := make([]byte, 0, 2+len(member)+len(rest))
+	out = append(append(out, '{'), member...)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), true
+}
+
+// metaMember is `"_meta":{...}` with the protocol fields for the current
+// log level, built on first use and again when the level changes.
+func (c *Conn) metaMember() []byte {
+	c.levelMu.Lock()
+	defer c.levelMu.Unlock()
+	if c.metaJSON == nil || c.metaLevel != c.level {
+		meta := map[string]json.RawMessage{}
+		c.addProtocolMeta(meta, c.level)
+		b, _ := json.Marshal(meta) // (raw values that json.Marshal wrote)
+		c.metaJSON, c.metaLevel = append([]byte(`"_meta":`), b...), c.level
+	}
+	return c.metaJSON
 }
 
 // logLevel is the level last set with logging/setLevel on a modern

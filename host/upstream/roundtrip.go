@@ -47,7 +47,7 @@ func (c *Conn) callRaw(ctx context.Context, name string, args json.RawMessage, m
 		if err != nil {
 			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
 		}
-		raw, err := c.Request(ctx, string(mcp.MethodToolsCall), params)
+		raw, err := c.request(ctx, string(mcp.MethodToolsCall), params, true)
 		if err != nil || !bytes.Contains(raw, []byte(`"input_required"`)) {
 			return raw, err
 		}
