@@ -40,15 +40,24 @@ func ParseCallRequest(body []byte) (CallRequest, error) {
 		return req, nil
 	}
 	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&fields); err != nil {
-		return req, badRequest("request body must be a JSON object: %s", jsonProblem(err))
+	// A body that is one JSON value decodes without a stream decoder; any
+	// other is decoded again with one, whose errors say more.
+	if err := json.Unmarshal(body, &fields); err != nil {
+		fields = nil
+		dec := json.NewDecoder(bytes.NewReader(body))
+		if err := dec.Decode(&fields); err != nil {
+			return req, badRequest("request body must be a JSON object: %s", jsonProblem(err))
+		}
+		if fields == nil {
+			return req, badRequest("request body must be a JSON object, got null")
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return req, badRequest("request body has data after the JSON object")
+		}
+		return req, badRequest("request body must be a JSON object: %s", jsonProblem(err)) // (not reached: Unmarshal failed)
 	}
 	if fields == nil {
 		return req, badRequest("request body must be a JSON object, got null")
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, badRequest("request body has data after the JSON object")
 	}
 	for k, v := range fields {
 		switch k {

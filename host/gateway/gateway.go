@@ -249,10 +249,8 @@ func fail(c echo.Context, code int, format string, args ...any) error {
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-type requestIDKey struct{}
-
 // requestID takes a well-formed X-Request-ID from the caller or makes one,
-// echoes it, and puts it in the request context for logs downstream.
+// echoes it, and keeps it in the Echo context for the gateway's logs.
 func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get(echo.HeaderXRequestID)
@@ -263,8 +261,6 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		c.Set("request_id", id)
-		req := c.Request()
-		c.SetRequest(req.WithContext(context.WithValue(req.Context(), requestIDKey{}, id)))
 		return next(c)
 	}
 }
