@@ -46,10 +46,10 @@ func (c *Conn) request(ctx context.Context, method string, params json.RawMessag
 		return json.RawMessage(`{}`), nil
 	}
 	var body any
-	if len(params) > 0 && string(params) != "null" {
-		body = params
-	}
 	var header http.Header
+	if !modern && len(params) > 0 && string(params) != "null" {
+		body = params // (boxed once: a modern request's are replaced below)
+	}
 	if modern {
 		p, err := c.withProtocolMeta(params, valid)
 		if err != nil {
