@@ -78,17 +78,20 @@ const metaHeaders = "headers"
 // wireMeta is the _meta a request carries upstream: the downstream's own,
 // without "headers", plus, for stdio, the headers the chain set.
 func wireMeta(downstream map[string]any, stdio bool, headers map[string]string) map[string]any {
-	meta := map[string]any{}
+	var meta map[string]any // (none, the usual case, is no map)
 	for k, v := range downstream {
 		if k != metaHeaders {
+			if meta == nil {
+				meta = make(map[string]any, len(downstream)+1)
+			}
 			meta[k] = v
 		}
 	}
 	if stdio && len(headers) > 0 {
+		if meta == nil {
+			meta = map[string]any{}
+		}
 		meta[metaHeaders] = headers
-	}
-	if len(meta) == 0 {
-		return nil
 	}
 	return meta
 }

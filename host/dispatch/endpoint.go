@@ -363,6 +363,9 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		}
 		pt = &pinnedThread{Thread: ws, cwd: cwd}
 	}
+	if conn, release, ok := ep.pool.TryGet(key); ok { // the usual case: no deadline to set for the wait
+		return conn, key, pt, release, nil
+	}
 	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
 	defer cancel()
 	conn, release, err = ep.pool.Get(dctx, key, func(dial context.Context, exited func()) (*upstream.Conn, error) {

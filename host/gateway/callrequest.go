@@ -39,6 +39,22 @@ func ParseCallRequest(body []byte) (CallRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, nil
 	}
+	if fields, ok := scanCallFields(body); ok {
+		for i, v := range fields {
+			if v != nil {
+				if err := req.set(callFieldNames[i], v); err != nil {
+					return req, err
+				}
+			}
+		}
+		return req, nil
+	}
+	return parseDecoded(req, body)
+}
+
+// parseDecoded is ParseCallRequest for any body: decoded, so that what is
+// wrong is named.
+func parseDecoded(req CallRequest, body []byte) (CallRequest, error) {
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&fields); err != nil {
@@ -51,69 +67,178 @@ func ParseCallRequest(body []byte) (CallRequest, error) {
 		return req, badRequest("request body has data after the JSON object")
 	}
 	for k, v := range fields {
-		switch k {
-		case "arguments":
-			if isNull(v) {
-				continue
-			}
-			if !isObject(v) {
-				return req, badRequest("arguments: must be a JSON object")
-			}
-			req.Arguments = v
-		case "thread_id":
-			s, err := optionalString(k, v)
-			if err != nil {
-				return req, err
-			}
-			if s != "" {
-				if err := settings.ValidateUserID(s); err != nil {
-					return req, badRequest("thread_id: %v", err)
-				}
-			}
-			req.ThreadID = s
-		case "user_id":
-			s, err := optionalString(k, v)
-			if err != nil {
-				return req, err
-			}
-			if s != "" {
-				if err := settings.ValidateUserID(s); err != nil {
-					return req, badRequest("user_id: %v", err)
-				}
-			}
-			req.UserID = s
-		case "secrets":
-			if isNull(v) {
-				continue
-			}
-			var raw map[string]json.RawMessage
-			if !isObject(v) || json.Unmarshal(v, &raw) != nil {
-				return req, badRequest("secrets: must be a JSON object of strings")
-			}
-			req.Secrets = make(map[string]string, len(raw))
-			for name, sv := range raw {
-				var s string
-				if json.Unmarshal(sv, &s) != nil {
-					return req, badRequest("secrets.%s: must be a string", name)
-				}
-				req.Secrets[name] = s
-			}
-		default:
-			return req, badRequest("unknown field %q (allowed: arguments, thread_id, secrets, user_id)", truncateField(k))
+		if err := req.set(k, v); err != nil {
+			return req, err
 		}
 	}
 	return req, nil
+}
+
+// callFieldNames are the fields of a call body, in scanCallFields' order.
+var callFieldNames = [...]string{"arguments", "thread_id", "user_id", "secrets"}
+
+// scanCallFields finds the fields of a body that is one valid JSON object
+// whose keys are all known and unescaped (the usual body) without decoding
+// it: each is the last value given for it, a slice of body, or nil. Any
+// other body is not ok, and ParseCallRequest decodes it to say what is wrong.
+func scanCallFields(body []byte) (fields [len(callFieldNames)]json.RawMessage, ok bool) {
+	if !json.Valid(body) {
+		return fields, false
+	}
+	i := skipSpace(body, 0)
+	if body[i] != '{' {
+		return fields, false
+	}
+	i = skipSpace(body, i+1)
+	if body[i] == '}' {
+		return fields, true
+	}
+	for {
+		end := skipValue(body, i) // the key, a string
+		key := body[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return fields, false
+		}
+		slot := -1
+		for n, name := range callFieldNames {
+			if string(key) == name {
+				slot = n
+			}
+		}
+		if slot < 0 {
+			return fields, false
+		}
+		i = skipSpace(body, skipSpace(body, end)+1) // past the colon
+		end = skipValue(body, i)
+		fields[slot] = body[i:end:end]
+		i = skipSpace(body, end)
+		if body[i] == '}' {
+			return fields, true
+		}
+		i = skipSpace(body, i+1) // past the comma
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the value that starts at b[i] in valid JSON.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// set validates one field of a call body and keeps it.
+func (req *CallRequest) set(k string, v json.RawMessage) error {
+	switch k {
+	case "arguments":
+		if isNull(v) {
+			return nil
+		}
+		if !isObject(v) {
+			return badRequest("arguments: must be a JSON object")
+		}
+		req.Arguments = v
+	case "thread_id":
+		s, err := optionalString(k, v)
+		if err != nil {
+			return err
+		}
+		if s != "" {
+			if err := settings.ValidateUserID(s); err != nil {
+				return badRequest("thread_id: %v", err)
+			}
+		}
+		req.ThreadID = s
+	case "user_id":
+		s, err := optionalString(k, v)
+		if err != nil {
+			return err
+		}
+		if s != "" {
+			if err := settings.ValidateUserID(s); err != nil {
+				return badRequest("user_id: %v", err)
+			}
+		}
+		req.UserID = s
+	case "secrets":
+		if isNull(v) {
+			return nil
+		}
+		var raw map[string]json.RawMessage
+		if !isObject(v) || json.Unmarshal(v, &raw) != nil {
+			return badRequest("secrets: must be a JSON object of strings")
+		}
+		req.Secrets = make(map[string]string, len(raw))
+		for name, sv := range raw {
+			var s string
+			if json.Unmarshal(sv, &s) != nil {
+				return badRequest("secrets.%s: must be a string", name)
+			}
+			req.Secrets[name] = s
+		}
+	default:
+		return badRequest("unknown field %q (allowed: arguments, thread_id, secrets, user_id)", truncateField(k))
+	}
+	return nil
 }
 
 func optionalString(field string, v json.RawMessage) (string, error) {
 	if isNull(v) {
 		return "", nil
 	}
+	if plainString(v) {
+		return string(v[1 : len(v)-1]), nil
+	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", badRequest("%s: must be a string", field)
 	}
 	return s, nil
+}
+
+// plainString reports whether v is a JSON string of printable ASCII without
+// escapes, which decodes to its bytes between the quotes.
+func plainString(v json.RawMessage) bool {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	for _, c := range v[1 : len(v)-1] {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }

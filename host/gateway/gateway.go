@@ -57,6 +57,9 @@ type Options struct {
 	HTTP HTTPOptions
 	// Version is the host version the MCP endpoint reports in serverInfo.
 	Version string
+	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
+	// (settings debug.pprof; off by default).
+	Pprof bool
 }
 
 // Server is the gateway.
@@ -123,25 +126,33 @@ func New(opts Options) *Server {
 	// Never trust X-Forwarded-For from clients: the caller is the peer.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.requestID, s.logRequests, middleware.Recover(), s.checkEdge)
+	// Echo composes its middleware on every request (a closure per
+	// middleware per request); the gateway's are composed once here. The
+	// edge chain runs for every request, routed or not, and ends in the
+	// route Echo found; each route's own chain is built when it is added.
+	edgeChain := []echo.MiddlewareFunc{s.requestID, s.logRequests, middleware.Recover(), s.checkEdge}
 	if len(s.edge.origins) > 0 { // answer allowed pages' preflights; checkEdge already refused the rest
-		e.Use(middleware.CORSWithConfig(middleware.CORSConfig{AllowOrigins: s.edge.originList,
+		edgeChain = append(edgeChain, middleware.CORSWithConfig(middleware.CORSConfig{AllowOrigins: s.edge.originList,
 			AllowHeaders:  corsAllowHeaders,
 			ExposeHeaders: []string{echo.HeaderXRequestID, "Mcp-Session-Id", "Mcp-Protocol-Version"}}))
 	}
-	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)), s.deadlines)
+	edgeChain = append(edgeChain, middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)), s.deadlines)
+	edged := compose(func(c echo.Context) error { return c.Handler()(c) }, edgeChain...)
+	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return edged }) // (its next is always c.Handler())
 
-	e.GET("/healthz", func(c echo.Context) error {
+	root := routes{e: e}
+	root.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	// The MCP endpoint: the same authentication and edge rules; its
 	// streams are bounded per write, not per response.
-	e.POST("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.streamWrites)
-	e.GET("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.eventStream)
-	e.DELETE("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate)
-	e.GET("/sse", echo.WrapHandler(s.door.SSE()), s.authenticate, s.eventStream)
-	e.POST("/messages", echo.WrapHandler(s.door.Messages()), s.authenticate)
-	api := e.Group("/api", s.authenticate)
+	root.POST("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.streamWrites)
+	root.GET("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.eventStream)
+	root.DELETE("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate)
+	root.GET("/sse", echo.WrapHandler(s.door.SSE()), s.authenticate, s.eventStream)
+	root.POST("/messages", echo.WrapHandler(s.door.Messages()), s.authenticate)
+	e.Group("/api", s.authenticate) // its catch-all: an unknown /api path is authenticated before the 404
+	api := routes{e: e, prefix: "/api", chain: []echo.MiddlewareFunc{s.authenticate}}
 	api.GET("/mcp/tools", s.listTools)
 	api.POST("/mcp/tools/:name/call", s.callTool, s.callLimit)
 	api.GET("/mcp/routing-hints", s.routingHints)
@@ -157,7 +168,50 @@ func New(opts Options) *Server {
 	api.GET("/threads/:thread_id/mcp-tasks/events", s.taskEvents, s.eventStream)
 	api.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
 	api.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
+	if opts.Pprof {
+		s.routePprof()
+	}
 	return s
+}
+
+// compose wraps h in chain, the first outermost, as Echo does per request.
+func compose(h echo.HandlerFunc, chain ...echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(chain) - 1; i >= 0; i-- {
+		h = chain[i](h)
+	}
+	return h
+}
+
+// routes adds routes under prefix with their middleware (chain, then the
+// route's own) composed once, when the route is added.
+type routes struct {
+	e      *echo.Echo
+	prefix string
+	chain  []echo.MiddlewareFunc
+}
+
+func (r routes) add(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	r.e.Add(method, r.prefix+path, compose(compose(h, m...), r.chain...))
+}
+
+func (r routes) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	r.add(http.MethodGet, path, h, m...)
+}
+
+func (r routes) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	r.add(http.MethodPost, path, h, m...)
+}
+
+func (r routes) PUT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	r.add(http.MethodPut, path, h, m...)
+}
+
+func (r routes) PATCH(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	r.add(http.MethodPatch, path, h, m...)
+}
+
+func (r routes) DELETE(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+	r.add(http.MethodDelete, path, h, m...)
 }
 
 // Handler returns the gateway as an http.Handler (for tests and embedding).
@@ -243,10 +297,8 @@ func fail(c echo.Context, code int, format string, args ...any) error {
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-type requestIDKey struct{}
-
 // requestID takes a well-formed X-Request-ID from the caller or makes one,
-// echoes it, and puts it in the request context for logs downstream.
+// echoes it, and keeps it in the Echo context for the gateway's logs.
 func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get(echo.HeaderXRequestID)
@@ -257,8 +309,6 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		c.Set("request_id", id)
-		req := c.Request()
-		c.SetRequest(req.WithContext(context.WithValue(req.Context(), requestIDKey{}, id)))
 		return next(c)
 	}
 }

@@ -36,7 +36,7 @@ func (s *Server) listTools(c echo.Context) error {
 
 func (s *Server) callTool(c echo.Context) error {
 	name := c.Param("name")
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := requestBody(c)
 	if err != nil {
 		var he *echo.HTTPError
 		if errors.As(err, &he) {
@@ -80,6 +80,14 @@ func (s *Server) callTool(c echo.Context) error {
 		return err
 	}
 	return c.JSONBlob(http.StatusOK, raw)
+}
+
+// requestBody is the body deadlines read already, or what is left to read.
+func requestBody(c echo.Context) ([]byte, error) {
+	if body, ok := c.Get(bodyKey).([]byte); ok {
+		return body, nil
+	}
+	return io.ReadAll(c.Request().Body)
 }
 
 // callerUser is the user a call acts for: the authenticated principal, or

@@ -165,6 +165,32 @@ func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, r
 	}
 }
 
+// TryGet leases key's session if it is live now, without waiting or
+// dialling; ok is false when there is none yet (or it failed, or the pool
+// is closed), and the caller then uses Get. It spares a call that finds its
+// session the deadline Get's wait needs.
+func (p *Pool[S]) TryGet(key Key) (sess S, release func(), ok bool) {
+	p.mu.Lock()
+	e, found := p.entries[key]
+	if p.closed || !found || !p.liveLocked(e) {
+		p.mu.Unlock()
+		return sess, nil, false
+	}
+	p.lru.MoveToFront(e.elem)
+	sess, release, err := p.lease(context.Background(), e) // ready: no wait
+	return sess, release, err == nil
+}
+
+// liveLocked reports whether e has been dialled successfully.
+func (p *Pool[S]) liveLocked(e *entry[S]) bool {
+	select {
+	case <-e.ready:
+		return e.err == nil
+	default:
+		return false
+	}
+}
+
 // lease takes a lease on e (p.mu held, and released here) and waits for it.
 func (p *Pool[S]) lease(ctx context.Context, e *entry[S]) (S, func(), error) {
 	var zero S
@@ -221,15 +247,7 @@ func (p *Pool[S]) roomLocked(user string) ([]*entry[S], error) {
 
 // idleLocked reports whether e is a live session nobody holds.
 func (p *Pool[S]) idleLocked(e *entry[S]) bool {
-	if e.leases > 0 {
-		return false
-	}
-	select {
-	case <-e.ready:
-		return e.err == nil
-	default:
-		return false // still dialling
-	}
+	return e.leases == 0 && p.liveLocked(e) // (not while still dialling)
 }
 
 // isPinned asks the hook about e (without p.mu held).
@@ -470,6 +488,21 @@ func (p *Pool[S]) closeIdle(now time.Time) {
 // thread "c" and user "a" in thread "b:c" would share a process); the JSON
 // form cannot collide.
 func ScopeKey(user, thread string) string {
+	if plainJSON(user) && plainJSON(thread) { // every call builds one: no encoder for ordinary ids
+		return `v2:["` + user + `","` + thread + `"]`
+	}
 	b, _ := json.Marshal([]string{user, thread})
 	return "v2:" + string(b)
+}
+
+// plainJSON reports whether json.Marshal writes s between quotes unchanged:
+// printable ASCII without a quote, backslash or HTML character.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }

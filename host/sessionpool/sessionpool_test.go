@@ -2,6 +2,7 @@ package sessionpool_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -195,5 +196,56 @@ func TestScopeKeysDoNotCollide(t *testing.T) {
 	}
 	if got := sessionpool.ScopeKey("alice", "t1"); got != `v2:["alice","t1"]` {
 		t.Errorf("ScopeKey = %s", got)
+	}
+}
+
+// TestScopeKeyIsJSON: the key is "v2:" and the JSON array json.Marshal
+// writes, whatever the ids hold.
+func TestScopeKeyIsJSON(t *testing.T) {
+	for _, ids := range [][2]string{{"alice", "t1"}, {"", ""}, {"a:b", "c"}, {`q"uote`, `back\slash`}, {"<tag>", "a&b"},
+		{"tab\there", "nl\n"}, {"é", "\u2028"}, {"bad\xff", "del\x7f"}} {
+		b, err := json.Marshal([]string{ids[0], ids[1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := sessionpool.ScopeKey(ids[0], ids[1]), "v2:"+string(b); got != want {
+			t.Errorf("ScopeKey(%q, %q) = %s, want %s", ids[0], ids[1], got, want)
+		}
+	}
+}
+
+// TestTryGet: TryGet leases only a session that is live now, and it is the
+// one Get gives.
+func TestTryGet(t *testing.T) {
+	d := &dialer{}
+	p := sessionpool.New[*fakeSession](sessionpool.Options{})
+	if _, _, ok := p.TryGet(key("a")); ok {
+		t.Fatal("TryGet on an empty pool leased a session")
+	}
+	s, err := get(p, key("a"), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, release, ok := p.TryGet(key("a"))
+	if !ok || got != s {
+		t.Fatalf("TryGet = %v, %v; want the live session %v", got, ok, s)
+	}
+	release()
+	if _, _, ok := p.TryGet(key("b")); ok {
+		t.Fatal("TryGet leased a session for a key never dialled")
+	}
+	failing := &dialer{fail: true}
+	if _, err := get(p, key("c"), failing.dial); err == nil {
+		t.Fatal("failing dial succeeded")
+	}
+	if _, _, ok := p.TryGet(key("c")); ok {
+		t.Fatal("TryGet leased a failed session")
+	}
+	p.Close()
+	if _, _, ok := p.TryGet(key("a")); ok {
+		t.Fatal("TryGet leased a session from a closed pool")
+	}
+	if d.n.Load() != 1 {
+		t.Fatalf("dialled %d times, want 1", d.n.Load())
 	}
 }

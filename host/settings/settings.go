@@ -53,6 +53,15 @@ type Settings struct {
 	// HTTP bounds the gateway's HTTP edge: which Host and Origin values it
 	// answers, its timeouts, its connection cap and per-principal limits.
 	HTTP HTTP `yaml:"http"`
+	// Debug turns on diagnostics that are off by default.
+	Debug Debug `yaml:"debug"`
+}
+
+// Debug holds diagnostics for operators.
+type Debug struct {
+	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
+	// (off by default: a profile shows what the host is doing).
+	Pprof bool `yaml:"pprof"`
 }
 
 // MCPTasks is the durable task runtime's section: DeerFlow's knobs plus

@@ -69,6 +69,11 @@ func TestLoadValid(t *testing.T) {
 			want: func() settings.Settings { s := settings.Defaults(); s.MaxResultBytes = 1 << 20; return s }(),
 		},
 		{
+			name: "debug.pprof",
+			yaml: "debug: {pprof: true}\n",
+			want: func() settings.Settings { s := settings.Defaults(); s.Debug.Pprof = true; return s }(),
+		},
+		{
 			name: "partial file overrides only what it sets",
 			yaml: "listen: 0.0.0.0:9000\n",
 			want: func() settings.Settings { s := settings.Defaults(); s.Listen = "0.0.0.0:9000"; return s }(),

@@ -178,6 +178,11 @@ type Conn struct {
 	meta         *protocolMeta // a 2026-07-28 connection's fixed _meta fields
 	levelMu      sync.Mutex
 	level        string // logging/setLevel on a 2026-07-28 connection
+	// metaJSON is the `"_meta":{...}` member of requests' params for
+	// metaLevel, made without and with a Relay (see metaMember), under
+	// levelMu.
+	metaJSON  [2][]byte
+	metaLevel string
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // stdio only

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,7 +44,7 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 		return json.RawMessage(`{}`), nil
 	}
 	if modern {
-		p, err := c.withProtocolMeta(ctx, params)
+		p, err := c.withProtocolMeta(ctx, params, false)
 		if err != nil {
 			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: method + ": " + err.Error()}
 		}
@@ -94,7 +95,9 @@ func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, 
 	if resp.Result == nil {
 		return nil, fmt.Errorf("%s: no result", method)
 	}
-	return append(json.RawMessage(nil), resp.Result...), nil
+	// resp.Result is already a copy of the server's bytes (json.RawMessage
+	// copies when decoded) that only this request holds.
+	return resp.Result, nil
 }
 
 // protocolMeta is what 2026-07-28 asks of every request's _meta that stays
@@ -148,8 +151,14 @@ func (c *Conn) addProtocolMeta(ctx context.Context, set func(k string, v json.Ra
 }
 
 // withProtocolMeta adds the protocol fields to params' _meta
-// (addProtocolMeta); fields the caller set stay.
-func (c *Conn) withProtocolMeta(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+// (addProtocolMeta); fields the caller set stay. Params without a _meta (the
+// usual case) get it spliced in front of their own fields, written once per
+// connection, log level and relay; valid says params need no check that
+// they are JSON (they were just marshalled).
+func (c *Conn) withProtocolMeta(ctx context.Context, params json.RawMessage, valid bool) (json.RawMessage, error) {
+	if p, ok := c.spliceProtocolMeta(ctx, params, valid); ok {
+		return p, nil
+	}
 	fields := map[string]json.RawMessage{}
 	if len(params) > 0 && string(params) != "null" {
 		if err := json.Unmarshal(params, &fields); err != nil {
@@ -174,6 +183,69 @@ func (c *Conn) withProtocolMeta(ctx context.Context, params json.RawMessage) (js
 		return nil, err
 	}
 	return json.Marshal(fields)
+}
+
+// spliceProtocolMeta writes params with the protocol _meta as their first
+// field, or reports false when it cannot tell that params are an object
+// without one (the bytes "_meta" anywhere, or anything but an object or
+// null), which the decoding path then handles.
+func (c *Conn) spliceProtocolMeta(ctx context.Context, params json.RawMessage, valid bool) (json.RawMessage, bool) {
+	body := bytes.TrimLeft(params, " \t\r\n")
+	empty := len(body) == 0 || string(bytes.TrimSpace(body)) == "null"
+	if !empty && (body[0] != '{' || bytes.Contains(body, []byte(`"_meta"`)) || (!valid && !json.Valid(body))) {
+		return nil, false
+	}
+	member, err := c.metaMember(ctx)
+	if err != nil {
+		return nil, false
+	}
+	if empty {
+		body = []byte("{}")
+	}
+	rest := bytes.TrimLeft(body[1:], " \t\r\n")
+	out := make([]byte, 0, 2+len(member)+len(rest))
+	out = append(append(out, '{'), member...)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), true
+}
+
+// metaMember is `"_meta":{...}` with the protocol fields for the current
+// log level and for a request with or without a Relay, built on first use
+// and again when the level changes.
+func (c *Conn) metaMember(ctx context.Context) ([]byte, error) {
+	relay := relayFrom(ctx) != nil
+	c.levelMu.Lock()
+	level, cached := c.level, &c.metaJSON[0]
+	if relay {
+		cached = &c.metaJSON[1]
+	}
+	ok := *cached != nil && c.metaLevel == level
+	member := *cached
+	c.levelMu.Unlock()
+	if ok {
+		return member, nil
+	}
+	meta := map[string]json.RawMessage{}
+	if err := c.addProtocolMeta(ctx, func(k string, v json.RawMessage) { meta[k] = v }); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	member = append([]byte(`"_meta":`), b...)
+	c.levelMu.Lock()
+	if c.level == level {
+		if c.metaLevel != level {
+			c.metaJSON = [2][]byte{}
+			c.metaLevel = level
+		}
+		*cached = member
+	}
+	c.levelMu.Unlock()
+	return member, nil
 }
 
 // withCallMeta is a tools/call's _meta on a 2026-07-28 connection: the

@@ -59,7 +59,10 @@ func (c *Conn) callParams(ctx context.Context, p callParams) (json.RawMessage, e
 	modern := mcp.IsModernProtocol(c.protocol)
 	shed := 0
 	for attempt := 1; ; attempt++ {
-		if modern { // (again each round: the log level may have changed)
+		// A caller's _meta gets the protocol fields before encoding; without
+		// one they are spliced into the encoded params. (Again each round:
+		// the log level may have changed.)
+		if modern && len(meta) > 0 {
 			var err error
 			if p.Meta, err = c.withCallMeta(ctx, meta); err != nil {
 				return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
@@ -68,6 +71,11 @@ func (c *Conn) callParams(ctx context.Context, p callParams) (json.RawMessage, e
 		params, err := json.Marshal(p)
 		if err != nil {
 			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
+		}
+		if modern && len(meta) == 0 {
+			if params, err = c.withProtocolMeta(ctx, params, true); err != nil {
+				return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
+			}
 		}
 		raw, err := c.send(ctx, string(mcp.MethodToolsCall), params, modern)
 		if err != nil || !bytes.Contains(raw, []byte(`"input_required"`)) {

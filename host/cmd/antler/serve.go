@@ -134,7 +134,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	// and the $VAR allowlist are read from the environment once.
 	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
 	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
-		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString()})
+		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString(),
+		Pprof: st.Debug.Pprof})
 	dataAbs, _ := filepath.Abs(st.DataDir)
 	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
 	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())

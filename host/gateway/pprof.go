@@ -1,0 +1,34 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/labstack/echo/v4"
+)
+
+// pprofPrefix is where the profiles are served when Options.Pprof is set.
+const pprofPrefix = "/debug/pprof/"
+
+// routePprof serves net/http/pprof under /debug/pprof/ to admin principals:
+// a profile shows what every caller is doing, and the CPU profile and trace
+// cost the whole host while they run.
+func (s *Server) routePprof() {
+	g := s.echo.Group("/debug/pprof", s.authenticate, pprofAdmin)
+	g.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+	g.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+	g.GET("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	g.POST("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+	g.GET("/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+	g.GET("/*", echo.WrapHandler(http.HandlerFunc(pprof.Index))) // the index and the named profiles (heap, goroutine, ...)
+}
+
+// pprofAdmin refuses the profiles to every principal but an admin.
+func pprofAdmin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !principalFrom(c).IsAdmin() {
+			return fail(c, http.StatusForbidden, "Admin privileges required for %s.", pprofPrefix)
+		}
+		return next(c)
+	}
+}
