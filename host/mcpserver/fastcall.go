@@ -164,7 +164,12 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		return false
 	}
 	if msg.Method == string(mcp.MethodNotificationCancelled) {
-		s.fast.cancelled(sessionID, msg.Params)
+		// Only the session's owner cancels its calls: a 2026-07-28 request
+		// reaches here with any session id unchecked (that revision has no
+		// sessions), so ownership is checked here too.
+		if pr, ok := principal.FromContext(r.Context()); ok && s.owners.owns(sessionID, pr) {
+			s.fast.cancelled(sessionID, msg.Params)
+		}
 		return false
 	}
 	params := bytes.TrimSpace(msg.Params)

@@ -349,3 +349,32 @@ func TestQueuedNotificationTakesMCPGosStream(t *testing.T) {
 	waitFor(t, "a call streamed with the change", func() bool { return strings.HasPrefix(answer(), "text/event-stream") })
 	waitFor(t, "a plain call answered as JSON again", func() bool { return answer() == "application/json" })
 }
+
+// TestForeignCancelLeavesTheCallRunning performs the attack: bob sends
+// notifications/cancelled naming alice's session and her call's id, with a
+// 2026-07-28 version header (whose requests skip the session check at the
+// door). Alice's call must run on and answer; the upstream must never see
+// it cancelled.
+func TestForeignCancelLeavesTheCallRunning(t *testing.T) {
+	h := newRelayHost(t, settings.Key{Key: "ka", User: "alice", Role: settings.RoleAgent}, settings.Key{Key: "kb", User: "bob", Role: settings.RoleAgent})
+	alice := h.session("2025-11-25", "ka")
+	answered := make(chan string, 1)
+	go func() {
+		_, body := h.rawPost(alice, `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"up_wait","arguments":{"tag":"victim"}}}`)
+		answered <- string(body)
+	}()
+	h.recorded(t, "started victim")
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		bob := map[string]string{"Authorization": "Bearer kb", server.HeaderKeySessionID: alice[server.HeaderKeySessionID], mcp.HeaderProtocolVersion: version}
+		h.rawPost(bob, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"call-1","reason":"attack"}}`)
+	}
+	h.release(t, "victim")
+	h.recorded(t, "released victim")
+	body := <-answered
+	if b, _ := os.ReadFile(h.record); strings.Contains(string(b), "cancelled victim") {
+		t.Fatalf("another user's notifications/cancelled cancelled the call: record %q, answer %s", b, body)
+	}
+	if strings.Contains(body, `"error"`) || strings.Contains(body, `"isError":true`) {
+		t.Errorf("the owner's call failed: %s", body)
+	}
+}
