@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -272,6 +273,11 @@ func progressToken(params any, notification bool) (map[string]json.RawMessage, j
 			return nil, nil
 		}
 		raw = b
+	}
+	// Without the key's bytes, and without an escape that could spell it,
+	// there is no token: most requests carry none, and are not decoded.
+	if !bytes.Contains(raw, []byte("progressToken")) && !bytes.ContainsRune(raw, '\\') {
+		return nil, nil
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil || fields == nil {

@@ -62,6 +62,7 @@ type session struct {
 	hc      *http.Client
 	url     string
 	auth    string
+	extra   http.Header
 	version string
 	id      string // Mcp-Session-Id; empty for a stateless server
 	ready   bool   // initialize answered: later requests carry the version header
@@ -80,6 +81,7 @@ func newSession(ctx context.Context, opts Options, hc *http.Client) (*session, e
 		hc:      hc,
 		url:     opts.URL,
 		auth:    opts.Authorization,
+		extra:   opts.Header,
 		version: opts.ProtocolVersion,
 		prefix:  []byte(`{"jsonrpc":"2.0","id":`),
 		suffix:  append(append([]byte(`,"method":"tools/call","params":`), params...), '}'),
@@ -135,6 +137,9 @@ func (s *session) close() error {
 func (s *session) headers(req *http.Request) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range s.extra {
+		req.Header[k] = v
+	}
 	if s.auth != "" {
 		req.Header.Set("Authorization", s.auth)
 	}
@@ -256,19 +261,21 @@ func statusError(resp *http.Response) error {
 
 // restCaller posts to Antler's REST door.
 type restCaller struct {
-	hc   *http.Client
-	url  string
-	auth string
-	body []byte
+	hc    *http.Client
+	url   string
+	auth  string
+	extra http.Header
+	body  []byte
 }
 
 func newRESTCaller(opts Options, hc *http.Client) *restCaller {
 	body, _ := json.Marshal(map[string]json.RawMessage{"arguments": opts.Arguments}) // Arguments is valid JSON (checked)
 	return &restCaller{
-		hc:   hc,
-		url:  opts.URL + "/api/mcp/tools/" + url.PathEscape(opts.Tool) + "/call",
-		auth: opts.Authorization,
-		body: body,
+		hc:    hc,
+		url:   opts.URL + "/api/mcp/tools/" + url.PathEscape(opts.Tool) + "/call",
+		auth:  opts.Authorization,
+		extra: opts.Header,
+		body:  body,
 	}
 }
 
@@ -278,6 +285,9 @@ func (c *restCaller) call(ctx context.Context, _ int) error {
 		return fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range c.extra {
+		req.Header[k] = v
+	}
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
 	}

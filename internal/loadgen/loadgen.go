@@ -77,6 +77,10 @@ type Options struct {
 	// run lasts Duration instead.
 	Count    int
 	Duration time.Duration
+	// Header holds extra headers sent on every HTTP request of the mcp and
+	// rest modes (for example X-Antler-Thread-Id, so that every worker's
+	// calls share one thread and its stdio process).
+	Header http.Header
 	// Authorization is sent verbatim as the Authorization header on every
 	// HTTP request when set, e.g. "Bearer <key>".
 	Authorization string

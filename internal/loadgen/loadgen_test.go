@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,5 +240,52 @@ func TestRunREST(t *testing.T) {
 				t.Errorf("calls, errors = %d, %d; want 4, %d (first error: %v)", res.Calls, res.Errors, tt.wantErrors, res.FirstError)
 			}
 		})
+	}
+}
+
+// TestRunHeader: extra headers reach the door on every request. Through
+// Antler's /mcp door, X-Antler-Thread-Id puts every worker's session on the
+// one named thread (one workspace, one stdio process) instead of a thread
+// per session; the REST door takes its thread from the body, not a header.
+func TestRunHeader(t *testing.T) {
+	bin := testmcp.Build(t)
+	cfg := filepath.Join(t.TempDir(), "extensions_config.json")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"demo": {"command": %q}}}`, bin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: data})
+	t.Cleanup(func() { cache.Close() })
+	auth := principal.New([]settings.Key{{Key: "k1", User: "alice", Role: settings.RoleAgent}})
+	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: auth}).Handler())
+	t.Cleanup(srv.Close)
+
+	for _, mode := range []loadgen.Mode{loadgen.MCP, loadgen.REST} {
+		u := srv.URL
+		if mode == loadgen.MCP {
+			u += "/mcp"
+		}
+		res, err := loadgen.Run(t.Context(), loadgen.Options{
+			Mode: mode, URL: u, Tool: "demo_echo", Arguments: json.RawMessage(`{"message":"hi"}`),
+			Workers: 3, Count: 9, Authorization: "Bearer k1",
+			Header: http.Header{"X-Antler-Thread-Id": {"shared-" + string(mode)}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Calls != 9 || res.Errors != 0 {
+			t.Fatalf("%s: calls, errors = %d, %d; first error: %v", mode, res.Calls, res.Errors, res.FirstError)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(data, "users", "alice", "threads"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var threads []string
+	for _, e := range entries {
+		threads = append(threads, e.Name())
+	}
+	if want := []string{"default", "shared-mcp"}; !slices.Equal(threads, want) {
+		t.Errorf("threads with workspaces: %q, want %q", threads, want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -52,6 +53,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	count := fs.Int("n", 0, "calls per run across all workers (0: use -d)")
 	pv := fs.String("pv", loadgen.DefaultProtocolVersion, "MCP protocol version to announce")
 	label := fs.String("label", "", "target name in the table (default: the mode)")
+	header := http.Header{}
+	fs.Func("H", `extra HTTP header for the mcp and rest modes, "Name: value" (repeatable), e.g. "X-Antler-Thread-Id: load"`, func(v string) error {
+		name, value, ok := strings.Cut(v, ":")
+		if name = strings.TrimSpace(name); !ok || name == "" {
+			return fmt.Errorf("want \"Name: value\", got %q", v)
+		}
+		header.Add(name, strings.TrimSpace(value))
+		return nil
+	})
 	pids := fs.String("pid", "", "comma-separated process ids to account CPU and peak RSS for, with their descendants")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -69,7 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	opts := loadgen.Options{
 		Mode: loadgen.Mode(*mode), URL: strings.TrimSuffix(*url, "/"), Tool: *tool,
 		Arguments: json.RawMessage(*toolArgs), Count: *count, Duration: *dur,
-		ProtocolVersion: *pv, Watch: watch,
+		ProtocolVersion: *pv, Watch: watch, Header: header,
 	}
 	if *mode == string(loadgen.MCP) {
 		opts.URL = *url // an endpoint's trailing slash can matter
