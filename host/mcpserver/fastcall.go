@@ -57,15 +57,6 @@ import (
 // idle sweeper knows only its own requests.
 const touchSlack = 8
 
-// callMessage is the one JSON-RPC message of a streamable POST, as far as
-// the door reads it.
-type callMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
-
 // callParams are the params of a tools/call (and the requestId of a
 // notifications/cancelled) the door reads.
 type callParams struct {
@@ -159,7 +150,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	if err != nil {
 		return false
 	}
-	var msg callMessage
+	var msg rpcMessage
 	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcp.JSONRPC_VERSION {
 		return false
 	}

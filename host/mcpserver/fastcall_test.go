@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -56,21 +55,7 @@ func (h *host) session(version, key string) map[string]string {
 // directly and returns its result bytes: what the door must relay.
 func (h *host) upstreamResult(version, tool, args string) json.RawMessage {
 	h.t.Helper()
-	post := func(hdr map[string]string, msg string) (*http.Response, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, h.httpURL, strings.NewReader(msg))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, b
-	}
+	post := func(hdr map[string]string, msg string) (*http.Response, []byte) { return h.postTo(h.httpURL, hdr, msg) }
 	resp, _ := post(nil, fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, version))
 	hdr := map[string]string{server.HeaderKeySessionID: resp.Header.Get(server.HeaderKeySessionID), mcp.HeaderProtocolVersion: version}
 	post(hdr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -222,7 +222,13 @@ func TestEveryRevisionListsAndCallsLikeREST(t *testing.T) {
 // message (the JSON body, or the last SSE data line).
 func (h *host) rawPost(headers map[string]string, msg string) (*http.Response, []byte) {
 	h.t.Helper()
-	req, _ := http.NewRequest("POST", h.url+"/mcp", strings.NewReader(msg))
+	return h.postTo(h.url+"/mcp", headers, msg)
+}
+
+// postTo is rawPost to any streamable HTTP endpoint.
+func (h *host) postTo(url string, headers map[string]string, msg string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(msg))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range headers {
