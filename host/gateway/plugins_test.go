@@ -392,3 +392,82 @@ func TestProcessPluginEndToEnd(t *testing.T) {
 	code, res, _ := a.call("k-alice", "crm_whoami", `{}`)
 	denied(t, code, res, tenantDenial)
 }
+
+// TestPluginSwapKeepingSizeAndMtime: a plugin file replaced (renamed over)
+// by another plugin of the same size with the old mtime set on it is still
+// a change: the new plugin runs, the old one no longer does.
+func TestPluginSwapKeepingSizeAndMtime(t *testing.T) {
+	dir := t.TempDir()
+	policy, err := os.ReadFile(plugintest.BuildWasm(t, argpolicySrc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redactor, err := os.ReadFile(plugintest.BuildWasm(t, redactorSrc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := max(len(policy), len(redactor)) + 64
+	path := filepath.Join(dir, "policy.wasm")
+	if err := os.WriteFile(path, padWasm(t, policy, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mtime := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := newPluginAPI(t, dir, fmt.Sprintf(`{"mcpServers": {"http": {"type": "http", "url": %q}},
+	  "mcpInterceptors": [{"kind": "wasm", "path": "./policy.wasm",
+	    "config": {"deny": [{"pattern": "rm -rf", "message": "blocked"}], "patterns": ["sk-[a-z0-9]+"]}}]}`,
+		testmcp.StartHTTP(t, "http")+"/mcp"))
+	echo := func(msg string) (int, map[string]any) {
+		code, res, _ := a.call("k-alice", "http_echo", `{"arguments": {"message": "`+msg+`"}}`)
+		return code, res
+	}
+	code, res := echo("rm -rf /")
+	denied(t, code, res, "blocked")
+
+	tmp := filepath.Join(dir, "policy.wasm.new")
+	if err := os.WriteFile(tmp, padWasm(t, redactor, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if code, res = echo("rm -rf /"); code != 200 || res["isError"] == true || text(res) != "Echo: rm -rf /" {
+		t.Errorf("after the swap the old policy still runs: %d %v", code, res)
+	}
+	if code, res = echo("sk-abc123"); text(res) != "Echo: [REDACTED]" {
+		t.Errorf("after the swap the redactor does not run: %d %v", code, res)
+	}
+}
+
+// padWasm appends a custom section to a Wasm module so that it is size
+// bytes long.
+func padWasm(t *testing.T, b []byte, size int) []byte {
+	t.Helper()
+	n := size - len(b) // the section's bytes: id, content length, content
+	leb := func(v int) []byte {
+		var out []byte
+		for {
+			c := byte(v & 0x7f)
+			if v >>= 7; v != 0 {
+				out = append(out, c|0x80)
+				continue
+			}
+			return append(out, c)
+		}
+	}
+	for l := 1; l <= 5; l++ {
+		content := n - 1 - l
+		if content >= 2 && len(leb(content)) == l {
+			out := append(append(append([]byte(nil), b...), 0), leb(content)...)
+			out = append(out, 1, 'p')
+			return append(out, make([]byte, content-2)...)
+		}
+	}
+	t.Fatalf("cannot pad %d bytes to %d", len(b), size)
+	return nil
+}

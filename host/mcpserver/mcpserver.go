@@ -352,7 +352,9 @@ func (s *Server) syncSnapshot(ctx context.Context) (*toolcache.Snapshot, map[str
 			continue
 		}
 		served = append(served, server.ServerTool{Tool: mt, Handler: s.callTool})
-		if i < len(snap.Tools) && t.TaskToolset == nil && !tasktools.IsHostTool(t.Name) && !bytes.Contains(t.InputSchema, []byte("x-mcp-header")) {
+		// A durable tool (a task toolset's, or one its server runs as a
+		// 2025-11-25 task) is submitted by callTool, never the door's call.
+		if i < len(snap.Tools) && !t.IsDurable() && !tasktools.IsHostTool(t.Name) && !bytes.Contains(t.InputSchema, []byte("x-mcp-header")) {
 			plain[t.Name] = true
 		}
 	}

@@ -175,12 +175,15 @@ func (st *state) broken() bool {
 }
 
 // pluginFile is a loaded plugin's file as it was when loaded: a changed
-// mtime or size triggers a re-hash, and a changed hash a rebuild.
+// identity triggers a re-hash, and a changed hash a rebuild.
 type pluginFile struct {
-	path    string
-	modTime int64
-	size    int64
-	sha256  string
+	path string
+	// stat is the file's identity (device, inode, size, mtime, ctime) when
+	// its hash was last checked; zero when unknown (the next read
+	// re-hashes). Size and mtime alone miss a file renamed over it, or
+	// rewritten, with the old mtime set back.
+	stat   config.FileStat
+	sha256 string
 }
 
 type discovery struct {
@@ -459,13 +462,21 @@ func (c *Cache) startLocked(retired *Snapshot) {
 func pluginFilesOf(loaded []*plugins.Plugin) []pluginFile {
 	files := make([]pluginFile, 0, len(loaded))
 	for _, p := range loaded {
-		pf := pluginFile{path: p.Entry.Path, sha256: p.SHA256, size: -1}
-		if sig, ok := config.Stat(pf.path); ok && sig.SHA256 == p.SHA256 {
-			pf.modTime, pf.size = sig.ModTime, sig.Size
-		}
+		pf := pluginFile{path: p.Entry.Path, sha256: p.SHA256}
+		pf.stat = hashedStat(pf.path, p.SHA256)
 		files = append(files, pf)
 	}
 	return files
+}
+
+// hashedStat is path's identity when the file, unchanged across its hash,
+// has the content sha256; zero otherwise.
+func hashedStat(path, sha256 string) config.FileStat {
+	before := config.StatFile(path)
+	if sig, ok := config.Stat(path); !ok || sig.SHA256 != sha256 || config.StatFile(path) != before {
+		return config.FileStat{}
+	}
+	return before
 }
 
 // discover loads the configuration once, connects to every enabled server
@@ -576,7 +587,7 @@ func (c *Cache) look(st *state) config.Freshness {
 		return v // a broken revision keeps everything, plugins included
 	}
 	for _, pf := range st.plugins {
-		if ps := config.StatFile(pf.path); ps.Exists() && (ps.ModTime() != pf.modTime || ps.Size() != pf.size) {
+		if ps := config.StatFile(pf.path); ps.Exists() && ps != pf.stat {
 			return config.Changed
 		}
 	}
@@ -641,14 +652,14 @@ func (c *Cache) staleLocked(st *state) bool {
 }
 
 // pluginsChangedLocked reports whether a loaded plugin's file now has other
-// content. Only a changed mtime or size costs a hash, so the hot path stays a
-// stat per plugin; a file whose content is the same gets its new mtime and
-// size in a copy of st.plugins. A vanished file keeps the loaded plugin.
+// content. Only a changed identity costs a hash, so the hot path stays a
+// stat per plugin; a file whose content is the same gets its new identity
+// in a copy of st.plugins. A vanished file keeps the loaded plugin.
 func (c *Cache) pluginsChangedLocked(st *state) bool {
 	var files []pluginFile // copy on first change: the published slice is shared
 	for i, pf := range st.plugins {
 		fst := config.StatFile(pf.path)
-		if !fst.Exists() || (fst.ModTime() == pf.modTime && fst.Size() == pf.size) {
+		if !fst.Exists() || fst == pf.stat {
 			continue
 		}
 		sig, ok := config.Stat(pf.path)
@@ -662,7 +673,7 @@ func (c *Cache) pluginsChangedLocked(st *state) bool {
 		if files == nil {
 			files = append([]pluginFile(nil), st.plugins...)
 		}
-		files[i].modTime, files[i].size = fst.ModTime(), fst.Size()
+		files[i].stat = hashedStat(pf.path, pf.sha256)
 	}
 	if files != nil {
 		st.plugins = files

@@ -187,12 +187,12 @@ func (c *Conn) withProtocolMeta(ctx context.Context, params json.RawMessage, val
 
 // spliceProtocolMeta writes params with the protocol _meta as their first
 // field, or reports false when it cannot tell that params are an object
-// without one (the bytes "_meta" anywhere, or anything but an object or
-// null), which the decoding path then handles.
+// without one (mayHoldMeta, or anything but an object or null), which the
+// decoding path then handles.
 func (c *Conn) spliceProtocolMeta(ctx context.Context, params json.RawMessage, valid bool) (json.RawMessage, bool) {
 	body := bytes.TrimLeft(params, " \t\r\n")
 	empty := len(body) == 0 || string(bytes.TrimSpace(body)) == "null"
-	if !empty && (body[0] != '{' || bytes.Contains(body, []byte(`"_meta"`)) || (!valid && !json.Valid(body))) {
+	if !empty && (body[0] != '{' || mayHoldMeta(body) || (!valid && !json.Valid(body))) {
 		return nil, false
 	}
 	member, err := c.metaMember(ctx)
@@ -209,6 +209,24 @@ func (c *Conn) spliceProtocolMeta(ctx context.Context, params json.RawMessage, v
 		out = append(out, ',')
 	}
 	return append(out, rest...), true
+}
+
+// mayHoldMeta reports whether params may have a _meta member: the name in
+// any case (a Go server's struct decoding folds case), or any \u escape (a
+// key can spell _meta with them, and a duplicate _meta after the spliced one
+// is the one a server reads).
+func mayHoldMeta(body []byte) bool {
+	for i := bytes.IndexByte(body, '_'); i >= 0; {
+		if len(body)-i > 4 && bytes.EqualFold(body[i+1:i+5], []byte("meta")) {
+			return true
+		}
+		j := bytes.IndexByte(body[i+1:], '_')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return bytes.Contains(body, []byte(`\u`))
 }
 
 // metaMember is `"_meta":{...}` with the protocol fields for the current

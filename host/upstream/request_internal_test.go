@@ -32,7 +32,11 @@ func TestSplicedMetaIsTheDecodedOne(t *testing.T) {
 		c.levelMu.Unlock()
 		for _, ctx := range []context.Context{ctx, WithRelay(ctx, splicedRelay{})} {
 			for _, params := range []string{``, `null`, ` null `, `{}`, ` { } `, `{"name":"echo","arguments":{"message":"hi"}}`,
-				"{\n  \"uri\": \"file:///a\"\n}", `{"arguments":{"text":"_meta"}}`, `{"_meta":{"progressToken":1},"name":"x"}`} {
+				"{\n  \"uri\": \"file:///a\"\n}", `{"arguments":{"text":"_meta"}}`, `{"_meta":{"progressToken":1},"name":"x"}`,
+				// A _meta spelled with escapes is the caller's _meta too: spliced
+				// in front of it, the protocol _meta would be a duplicate key the
+				// server reads past (the last wins).
+				`{"\u005fmeta":{"progressToken":1},"name":"x"}`, `{"_m\u0065ta":{},"name":"x"}`} {
 				spliced, ok := c.spliceProtocolMeta(ctx, json.RawMessage(params), false)
 				if !ok {
 					continue // the decoding path's own: nothing to compare

@@ -45,7 +45,8 @@ const (
 // files written while they run.
 type tree struct {
 	ws    string
-	refs  int // sessions and calls holding it
+	real  string // ws with symlinks resolved, when watched
+	refs  int    // sessions and calls holding it
 	calls map[*Call]bool
 	mode  mode
 	// dirty asks the next call to build the watches again: the queue

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -51,6 +52,11 @@ func (w *Watcher) buildLocked(t *tree) {
 		// Counted before watching, so a workspace that stays too large
 		// costs each call a bounded walk, not watches added and removed.
 		w.setModeLocked(t, modeTooLarge)
+		return
+	}
+	if t.real, err = filepath.EvalSymlinks(t.ws); err != nil {
+		w.setModeLocked(t, modeWalk)
+		t.dirty = true
 		return
 	}
 	if w.ino.fd < 0 {
@@ -116,24 +122,42 @@ func (w *Watcher) tooLarge(dir string) bool {
 // skipped), then reads it: a file made before the watch is found by the
 // read, one made after by an event. With report set the files found are
 // recorded as changed (a folder made or moved in during a call).
+//
+// dir is opened first and the watch put on the folder opened, which must
+// lie where dir says inside t's workspace: the path of a folder made
+// during a call is read later, when a symlink may stand on its way (an
+// agent renames a parent away and puts a symlink in its place), and
+// watching through it would take another workspace's watches.
 func (w *Watcher) watchLocked(t *tree, dir string, report bool) error {
-	wd, err := syscall.InotifyAddWatch(w.ino.fd, dir, watchMask)
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // unreadable, gone, or now a symlink: skipped, as a walk skips it
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	self := "/proc/self/fd/" + strconv.Itoa(fd)
+	wd, err := syscall.InotifyAddWatch(w.ino.fd, self, watchMask&^syscall.IN_DONT_FOLLOW)
 	switch {
 	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.ENOMEM):
 		return errNoWatches
+	case errors.Is(err, syscall.ENOENT):
+		return errNoWatches // no /proc: the folder opened cannot be watched
 	case err != nil:
-		return nil // unreadable, gone, or now a symlink: skipped, as a walk skips it
+		return nil
+	}
+	if !w.insideLocked(t, dir, self) {
+		// Reached through a symlink, or moved since it was opened:
+		// skipped, and another workspace's watch left as it was.
+		if w.ino.wds[int32(wd)] == nil {
+			_, _ = syscall.InotifyRmWatch(w.ino.fd, uint32(wd))
+		}
+		return nil
 	}
 	w.mapLocked(t, int32(wd), dir)
 	if len(t.wds) > w.maxFiles {
 		return errTooLarge
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return nil
-	}
 	entries, _ := f.ReadDir(-1)
-	f.Close()
 	for _, d := range entries {
 		p := filepath.Join(dir, d.Name())
 		switch {
@@ -149,6 +173,21 @@ func (w *Watcher) watchLocked(t *tree, dir string, report bool) error {
 		}
 	}
 	return nil
+}
+
+// insideLocked reports whether the folder open as self (a /proc/self/fd
+// link) is dir, inside t's workspace with no symlink followed: the link
+// reads as the folder's real path, wherever the path used to open it led.
+func (w *Watcher) insideLocked(t *tree, dir, self string) bool {
+	real, err := os.Readlink(self)
+	if err != nil {
+		return false
+	}
+	if t.real == "" || !isWithin(dir, t.ws) {
+		return false
+	}
+	rel, _ := filepath.Rel(t.ws, dir)
+	return real == filepath.Join(t.real, rel)
 }
 
 // mapLocked records that wd watches dir for t. The kernel gives a folder

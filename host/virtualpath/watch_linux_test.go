@@ -193,3 +193,37 @@ func TestWatchRelease(t *testing.T) {
 		t.Fatalf("after all: %d watches, open %v, %d workspaces", n, open, w.Workspaces())
 	}
 }
+
+// An agent cannot take another workspace's watches: a folder made under a
+// folder it then renames away and replaces with a symlink to another
+// thread's user data is read, when the events arrive, through the symlink.
+// Watching it must not take (and, with the rename, remove) the other
+// workspace's watches, or that workspace's calls stop listing their files.
+func TestWatchSymlinkCannotStealAnotherWorkspace(t *testing.T) {
+	attacker, victim := newEnv(t), newEnv(t)
+	if err := os.MkdirAll(filepath.Join(attacker.ws, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(victim.ws, "v", "old.txt"), "x")
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(attacker.ws)()
+	defer w.Acquire(victim.ws)()
+	// Between two reads of the queue: x/workspace made while x is a
+	// folder, x moved away, x a symlink to the victim's user data, so
+	// x/workspace is the victim's workspace when the event is read.
+	if err := os.Mkdir(filepath.Join(attacker.ws, "x", "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rename(t, filepath.Join(attacker.ws, "x"), filepath.Join(attacker.ws, "x2"))
+	symlink(t, victim.root, filepath.Join(attacker.ws, "x"))
+	if got := call(t, w, attacker, func() {}); got != nil {
+		t.Fatalf("the attacker's call lists %q", got)
+	}
+	got := call(t, w, victim, func() {
+		write(t, filepath.Join(victim.ws, "top.txt"), "y")
+		write(t, filepath.Join(victim.ws, "v", "new.txt"), "y")
+	})
+	if !slices.Equal(got, virtual("top.txt", "v/new.txt")) {
+		t.Fatalf("the victim's call lists %q, want top.txt and v/new.txt", got)
+	}
+}
