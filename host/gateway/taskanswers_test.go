@@ -1,11 +1,15 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/testmcp"
@@ -196,5 +200,69 @@ func TestAnswerInputRequiredThroughTheAPI(t *testing.T) {
 	})
 	if strings.Contains(logs.String(), canary) {
 		t.Error("the answer's content appears in the log")
+	}
+}
+
+// TestRefusedAnswerGivesTheQuestionBack: the upstream task is cancelled
+// behind Antler's back while it asks, so the respond tool refuses the
+// answer (answer_refused). The task is input_required again with the
+// refusal as its error, in the task view and as an event, and the answer
+// shows refused; the next poll then finds the task cancelled.
+func TestRefusedAnswerGivesTheQuestionBack(t *testing.T) {
+	base := testmcp.StartReportsHTTP(t)
+	a, _, _, _ := newTaskAPI(t, answersDoc(base+"/mcp"))
+	events := openSSE(t, a.url+"/api/threads/t1/mcp-tasks/events", "", "0")
+	id := submitReport(t, a, "reports_submit_report", `{"topic": "q7", "delay_ms": 0, "ask": "Who reads it?"}`)
+	awaitStatus(t, a, id, "input_required")
+	nextEventOf(t, events, id)
+
+	// Cancel the remote task directly, as another client of the upstream
+	// could; Antler polls an input_required task only every minute.
+	ctx := context.Background()
+	c, err := client.NewStreamableHttpClient(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	var stats struct {
+		PerTask map[string]any `json:"per_task"`
+	}
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "report_stats"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(b, &stats)
+	if len(stats.PerTask) != 1 {
+		t.Fatalf("upstream tasks: %v", stats.PerTask)
+	}
+	for remote := range stats.PerTask {
+		if _, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "cancel_report", Arguments: map[string]any{"task_id": remote}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if code, res := a.do("POST", "/api/threads/t1/mcp-tasks/"+id+"/input", `{"action": "decline"}`); code != 200 {
+		t.Fatalf("answer: %d %v", code, res)
+	}
+	d := awaitStatus(t, a, id, "input_required")
+	for deadline := time.Now().Add(20 * time.Second); d["error"] == nil && time.Now().Before(deadline); d = awaitStatus(t, a, id, "input_required") {
+		time.Sleep(100 * time.Millisecond)
+	}
+	v, _ := d["answer"].(map[string]any)
+	msg, _ := d["error"].(string)
+	if !strings.Contains(msg, "refused the answer") || !strings.Contains(msg, "is not waiting for input") || v["status"] != "refused" || v["last_error"] != msg {
+		t.Fatalf("after the refusal: error %q, answer %v", msg, v)
+	}
+	if env := nextEventOf(t, events, id); !strings.Contains(string(env.Event), "refused the answer") || !strings.Contains(string(env.Event), `"status":"input_required"`) {
+		t.Errorf("refusal event: %s", env.Event)
 	}
 }
