@@ -269,11 +269,14 @@ type ContextHeaders struct {
 }
 
 // TaskToolset binds a server's raw submit/status/cancel tools into a durable task.
+// RespondTool, optional, is the tool that passes a user's answer to a task
+// waiting for input ("" when the toolset's tasks cannot take answers).
 type TaskToolset struct {
-	Name       string `json:"name"`
-	SubmitTool string `json:"submit_tool"`
-	StatusTool string `json:"status_tool"`
-	CancelTool string `json:"cancel_tool"`
+	Name        string `json:"name"`
+	SubmitTool  string `json:"submit_tool"`
+	StatusTool  string `json:"status_tool"`
+	CancelTool  string `json:"cancel_tool"`
+	RespondTool string `json:"respond_tool,omitempty"`
 }
 
 // IsStdio reports whether the server runs as a child process.

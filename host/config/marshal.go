@@ -112,6 +112,9 @@ func (s *Server) fileObject(keepAlias bool) *Object {
 		t.Set("submit_tool", ts.SubmitTool)
 		t.Set("status_tool", ts.StatusTool)
 		t.Set("cancel_tool", ts.CancelTool)
+		if ts.RespondTool != "" {
+			t.Set("respond_tool", ts.RespondTool)
+		}
 		toolsets = append(toolsets, t)
 	}
 	o.Set("task_toolsets", toolsets)

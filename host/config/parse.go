@@ -27,7 +27,7 @@ var (
 		"expires_in_field", "default_token_type", "refresh_skew_seconds", "extra_token_params")
 	userAuthFields       = keySet("enabled", "header", "users", "on_missing")
 	contextHeadersFields = keySet("enabled", "headers", "on_missing")
-	toolsetFields        = keySet("name", "submit_tool", "status_tool", "cancel_tool")
+	toolsetFields        = keySet("name", "submit_tool", "status_tool", "cancel_tool", "respond_tool")
 	topFields            = keySet("mcpServers", "mcp_servers", "mcpInterceptors", "middlewares", "skills")
 )
 
@@ -532,12 +532,16 @@ func (d *decoder) taskToolsets(path string, v, raw any) []TaskToolset {
 			d.fail(joinPath(p, "name"), "is required")
 		}
 		for _, r := range []struct {
-			key string
-			dst *string
-		}{{"submit_tool", &ts.SubmitTool}, {"status_tool", &ts.StatusTool}, {"cancel_tool", &ts.CancelTool}} {
+			key      string
+			dst      *string
+			optional bool
+		}{{"submit_tool", &ts.SubmitTool, false}, {"status_tool", &ts.StatusTool, false}, {"cancel_tool", &ts.CancelTool, false},
+			{"respond_tool", &ts.RespondTool, true}} {
 			rv, ok := o.Get(r.key)
-			if !ok {
-				d.fail(joinPath(p, r.key), "is required")
+			if !ok || (r.optional && rv == nil) {
+				if !r.optional {
+					d.fail(joinPath(p, r.key), "is required")
+				}
 				continue
 			}
 			s, ok := d.str(joinPath(p, r.key), rv)

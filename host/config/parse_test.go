@@ -217,7 +217,7 @@ func TestParseValid(t *testing.T) {
 				equal(t, "export extra", compact(t, crm.Tools["export"].Extra), `{"x-tool-only":[]}`)
 				// Raw (un-prefixed) tool names, two groups kept in order.
 				equal(t, "toolsets", crm.TaskToolsets, []config.TaskToolset{
-					{Name: "exports", SubmitTool: "start_export", StatusTool: "export_status", CancelTool: "cancel_export"},
+					{Name: "exports", SubmitTool: "start_export", StatusTool: "export_status", CancelTool: "cancel_export", RespondTool: "answer_export"},
 					{Name: "imports", SubmitTool: "start_import", StatusTool: "import_status", CancelTool: "cancel_import"},
 				})
 				equal(t, "server extra", compact(t, crm.Extra), `{"x-server":{"nested":["key-1"]}}`)
@@ -347,6 +347,10 @@ func TestParseInvalid(t *testing.T) {
 		{"task toolset unknown field", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": [{"name": "t", "submit_tool": "a", "status_tool": "s", "cancel_tool": "c", "timeout": 5}]}}}`, []string{"mcpServers.x.task_toolsets[0].timeout"}, "unknown field"},
 		{"task toolset blank name", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": [{"name": "  ", "submit_tool": "a", "status_tool": "s", "cancel_tool": "c"}]}}}`, []string{"mcpServers.x.task_toolsets[0].name"}, "MCP task toolset name must not be empty"},
 		{"task toolset name too long", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": [{"name": "` + strings.Repeat("n", 256) + `", "submit_tool": "a", "status_tool": "s", "cancel_tool": "c"}]}}}`, []string{"mcpServers.x.task_toolsets[0].name"}, "at most 255"},
+		{"task toolset respond_tool empty", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": [{"name": "t", "submit_tool": "a", "status_tool": "s", "cancel_tool": "c", "respond_tool": ""}]}}}`, []string{"mcpServers.x.task_toolsets[0].respond_tool"}, "must not be empty"},
+		{"task toolset respond_tool not a string", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": [{"name": "t", "submit_tool": "a", "status_tool": "s", "cancel_tool": "c", "respond_tool": 1}]}}}`, []string{"mcpServers.x.task_toolsets[0].respond_tool"}, ""},
+		{"respond_tool reused as status_tool", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": [{"name": "reports", "submit_tool": "a", "status_tool": "s", "cancel_tool": "c", "respond_tool": "s"}]}}}`,
+			[]string{"mcpServers.x.task_toolsets[0].respond_tool"}, "configured as both reports.status and reports.respond"},
 		{"task toolsets not a list", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": {}}}}`, []string{"mcpServers.x.task_toolsets"}, "must be a list"},
 		{"task tool reused in two roles", `{"mcpServers": {"x": {"type": "http", "url": "u", "task_toolsets": [{"name": "reports", "submit_tool": "run", "status_tool": "run", "cancel_tool": "stop"}]}}}`,
 			[]string{"mcpServers.x.task_toolsets[0].status_tool"},

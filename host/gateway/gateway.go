@@ -168,6 +168,7 @@ func New(opts Options) *Server {
 	api.GET("/threads/:thread_id/mcp-tasks/events", s.taskEvents, s.eventStream)
 	api.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
 	api.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
+	api.POST("/threads/:thread_id/mcp-tasks/:task_id/input", s.answerTask)
 	if opts.Pprof {
 		s.routePprof()
 	}

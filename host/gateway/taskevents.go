@@ -90,7 +90,7 @@ func (s *Server) taskEvents(c echo.Context) error {
 			if seen[r.ID].version >= r.EventVersion {
 				return nil
 			}
-			if err := writeTaskEvent(w, s.tasks.Event(r), r); err != nil {
+			if err := writeTaskEvent(w, s.tasks.Event(r), r, s.tasks.CanAnswer(r)); err != nil {
 				return errClientGone
 			}
 			seen[r.ID] = sentEvent{r.EventVersion, r.EventRecordedAt}
@@ -150,8 +150,8 @@ func (s *Server) eachEvent(ctx context.Context, thread, user string, from time.T
 	}
 }
 
-func writeTaskEvent(w *echo.Response, data json.RawMessage, r taskstore.Task) error {
-	env := tasknotify.EnvelopeOf(tasknotify.Event{TaskID: r.ID, ThreadID: r.ThreadID, Version: r.EventVersion, Data: data}, false)
+func writeTaskEvent(w *echo.Response, data json.RawMessage, r taskstore.Task, answerable bool) error {
+	env := tasknotify.EnvelopeOf(tasknotify.Event{TaskID: r.ID, ThreadID: r.ThreadID, Version: r.EventVersion, Data: data, Answerable: answerable}, false)
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -71,7 +73,22 @@ func (s *Server) taskDetail(r taskstore.Task) map[string]any {
 	d["result_truncated"] = r.ResultTruncated
 	d["result_artifact"] = rawOrNull(r.ResultArtifact)
 	d["input_required"] = rawOrNull(r.InputRequired)
+	d["answer"] = s.answerView(r)
 	return d
+}
+
+// answerView is the state of a task's latest answer, never its content:
+// null when the task never had one, else {status: pending|delivered|
+// refused|abandoned, recorded_at, last_error}, and can_answer whether the
+// task's driver takes answers at all.
+func (s *Server) answerView(r taskstore.Task) map[string]any {
+	v := map[string]any{"can_answer": s.tasks.CanAnswer(r), "status": nil, "recorded_at": nil, "last_error": nil}
+	if r.AnswerStatus != "" {
+		v["status"] = r.AnswerStatus
+		v["recorded_at"] = tasktools.Timestamp(r.AnswerRecordedAt)
+		v["last_error"] = tasktools.Nullable(task.Truncate(r.AnswerError, task.MaxPublicErrorChars))
+	}
+	return v
 }
 
 // taskScope checks the thread id and the runtime for the task endpoints.
@@ -136,6 +153,55 @@ func (s *Server) cancelTask(c echo.Context) error {
 		return fail(c, http.StatusNotFound, "MCP task not found")
 	case errors.Is(err, taskservice.ErrNotRunning):
 		return fail(c, http.StatusServiceUnavailable, "MCP task service not available")
+	case err != nil:
+		return err
+	}
+	return c.JSON(http.StatusOK, s.taskDetail(row))
+}
+
+// answerBody is the body of POST .../{task_id}/input: an elicitation
+// result's shape.
+type answerBody struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content"`
+}
+
+// answerTask records the caller's answer to their task waiting for input
+// (see taskservice.Service.Answer) and returns the task, now working with
+// the answer pending. The answer's content is the user's data: no response
+// or log line quotes it.
+func (s *Server) answerTask(c echo.Context) error {
+	user, thread, ok, err := s.taskScope(c)
+	if !ok {
+		return err
+	}
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	var body answerBody
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || dec.More() {
+		return fail(c, http.StatusBadRequest, `body: must be one JSON object {"action": "accept"|"decline"|"cancel", "content": {...}}`)
+	}
+	a := task.Answer{Action: body.Action, Content: body.Content}
+	if err := a.Validate(); err != nil {
+		return fail(c, http.StatusBadRequest, "%s", err.Error()) // names the field, never the content
+	}
+	row, err := s.tasks.Answer(c.Request().Context(), c.Param("task_id"), user, thread, a)
+	var nir *taskstore.NotInputRequiredError
+	switch {
+	case errors.Is(err, taskstore.ErrNotFound):
+		return fail(c, http.StatusNotFound, "MCP task not found")
+	case errors.Is(err, taskservice.ErrNotRunning):
+		return fail(c, http.StatusServiceUnavailable, "MCP task service not available")
+	case errors.Is(err, taskservice.ErrCannotAnswer):
+		return fail(c, http.StatusUnprocessableEntity, "%s", err.Error())
+	case errors.Is(err, taskstore.ErrAnswerPending):
+		return fail(c, http.StatusConflict, "An answer to this MCP task is already pending delivery; wait for it to be delivered")
+	case errors.As(err, &nir):
+		return fail(c, http.StatusConflict, "%s", nir.Error())
 	case err != nil:
 		return err
 	}

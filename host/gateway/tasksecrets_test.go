@@ -21,6 +21,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/principal"
+	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/taskservice"
@@ -135,9 +136,9 @@ func TestSubmitSecretsReachTheUpstreamOnlyOnSubmit(t *testing.T) {
 }
 
 // newTaskAPI is a gateway with the durable task runtime on a SQLite store,
-// open auth (every caller is principal.Default), everything logged into logs
+// open auth without keys (every caller is principal.Default), everything logged into logs
 // and every response body copied into responses.
-func newTaskAPI(t *testing.T, doc string) (*api, *taskstore.Store, *syncBuffer, *syncBuffer) {
+func newTaskAPI(t *testing.T, doc string, keys ...settings.Key) (*api, *taskstore.Store, *syncBuffer, *syncBuffer) {
 	t.Helper()
 	logs, responses := &syncBuffer{}, &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -161,7 +162,7 @@ func newTaskAPI(t *testing.T, doc string) (*api, *taskstore.Store, *syncBuffer, 
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Logger: log})
 	svc.Start()
 	t.Cleanup(svc.Stop)
-	h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), Logger: log, Tasks: svc}).Handler()
+	h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log, Tasks: svc}).Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(teeWriter{w, responses}, r)
 	}))
@@ -174,6 +175,15 @@ type teeWriter struct {
 	http.ResponseWriter
 	copy io.Writer
 }
+
+// Flush lets server-sent events through the copy.
+func (w teeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w teeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w teeWriter) Write(p []byte) (int, error) {
 	_, _ = w.copy.Write(p)

@@ -23,6 +23,8 @@ const (
 	MaxErrorChars = 4000
 	// MaxInputRequiredBytes bounds an encoded input_required payload.
 	MaxInputRequiredBytes = 65536
+	// MaxDriverDataBytes bounds the encoded driver data a snapshot replaces.
+	MaxDriverDataBytes = 65536
 	// MaxNotificationAttempts is the failure budget before a dead letter.
 	MaxNotificationAttempts = 5
 	// MaxToolErrorDetailChars bounds the detail of a tool's isError text.

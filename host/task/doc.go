@@ -10,4 +10,9 @@
 // Normalize fails the task for good; any other error is retried forever with
 // PollBackoff. The rules and messages are DeerFlow's (mcp/tasks, §6 of the
 // behaviour reference).
+//
+// Beyond DeerFlow, a task waiting for input can be answered: a driver that
+// is also an Answerer gets the user's Answer, with an ID stable across
+// redeliveries to pass on as the remote's idempotency key, and a Snapshot
+// may carry DriverData for the store to keep with the state.
 package task

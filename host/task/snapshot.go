@@ -32,6 +32,12 @@ type Snapshot struct {
 	InputRequired json.RawMessage
 	// PollAfterSeconds is the remote's hint for the next poll; nil for none.
 	PollAfterSeconds *float64
+	// DriverData, when non-nil, replaces the task's stored driver data,
+	// persisted with the poll's (or answer's) state in the same write; nil
+	// leaves it unchanged. A driver uses it to remember what it learns while
+	// polling (a pending request id, say). Encoded, it is at most
+	// MaxDriverDataBytes.
+	DriverData map[string]string
 }
 
 // IsPollable reports whether the service keeps polling this task.
@@ -69,6 +75,7 @@ func (s Snapshot) Validate() error {
 //     cfg.MaxResultBytes it is dropped for a preview of at most
 //     cfg.ResultPreviewMaxChars characters (the string itself for a string
 //     result, else its JSON text) and ResultTruncated is set;
+//   - DriverData, when not nil, must encode to at most MaxDriverDataBytes;
 //   - a literal JSON null counts as absent (nil).
 //
 // Every error is a *ProtocolError: the remote's output is unusable and the
@@ -105,6 +112,16 @@ func Normalize(s Snapshot, cfg Config) (Snapshot, error) {
 			return Snapshot{}, Protocolf("MCP task input_required payload exceeds the %d-byte limit", MaxInputRequiredBytes)
 		}
 		out.InputRequired = b
+	}
+	if s.DriverData != nil {
+		b, err := encodeStrict(s.DriverData)
+		if err != nil {
+			return Snapshot{}, Protocolf("MCP task driver_data is not valid JSON: %w", err)
+		}
+		if len(b) > MaxDriverDataBytes {
+			return Snapshot{}, Protocolf("MCP task driver_data exceeds the %d-byte limit", MaxDriverDataBytes)
+		}
+		out.DriverData = maps.Clone(s.DriverData)
 	}
 	if s.ResultPreview != nil {
 		p := Truncate(strings.ToValidUTF8(*s.ResultPreview, "\uFFFD"), cfg.ResultPreviewMaxChars)

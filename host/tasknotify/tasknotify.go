@@ -36,6 +36,16 @@ const Instruction = "A durable background MCP task has an update that requires t
 	"the remote task with user input yet. When tracking_degraded is true, explain that Antler will continue " +
 	"retrying at a lower frequency."
 
+// AnswerInstruction is Instruction for a task whose driver can take
+// answers: it says how the user's answer reaches the remote task.
+const AnswerInstruction = "A durable background MCP task has an update that requires the user's attention. " +
+	"Explain the update clearly and concisely. Do not expose or ask for a remote task ID. " +
+	"When status is input_required, show the question and ask the user for an answer: this task can resume with it. " +
+	"Send the user's answer with POST /api/threads/{thread_id}/mcp-tasks/{task_id}/input and the body " +
+	"{\"action\": \"accept\", \"content\": {...}} (the answer, a JSON object), {\"action\": \"decline\"} " +
+	"or {\"action\": \"cancel\"}; never invent an answer the user did not give. " +
+	"When tracking_degraded is true, explain that Antler will continue retrying at a lower frequency."
+
 // Frame tags around EventText.
 const (
 	frameOpen  = "<untrusted_mcp_task_event>"
@@ -54,6 +64,9 @@ type Event struct {
 	// Data is the event document (status, result, error, input_required,
 	// tracking_degraded, …) as the task store records it.
 	Data json.RawMessage
+	// Answerable says the task's driver can take answers, which picks
+	// AnswerInstruction over Instruction.
+	Answerable bool
 }
 
 // IdempotencyKey is "mcp-task:<task id>:<version>:<attempt>": equal for
@@ -72,7 +85,8 @@ type Envelope struct {
 	Version        int    `json:"version"`
 	Attempt        int    `json:"attempt"`
 	IdempotencyKey string `json:"idempotency_key"`
-	// Instruction is trusted; everything under Event is not.
+	// Instruction is trusted (Instruction, or AnswerInstruction for a task
+	// that can take answers); everything under Event is not.
 	Instruction string          `json:"instruction"`
 	Event       json.RawMessage `json:"event"`
 	// EventText is Event framed for a model's context: inside
@@ -95,6 +109,9 @@ func EnvelopeOf(e Event, withUser bool) Envelope {
 		Version: e.Version, Attempt: e.Attempt, IdempotencyKey: e.IdempotencyKey(),
 		Instruction: Instruction, Event: data,
 		EventText: frameOpen + "\n" + esc.String() + "\n" + frameClose,
+	}
+	if e.Answerable {
+		env.Instruction = AnswerInstruction
 	}
 	if withUser {
 		env.UserID = e.UserID

@@ -65,6 +65,7 @@ func (s *Service) notifyOne(ctx context.Context, row taskstore.Task) error {
 	err := s.notifier.Notify(nctx, tasknotify.Event{
 		TaskID: row.ID, ThreadID: row.ThreadID, UserID: row.UserID,
 		Version: row.DispatchVersion, Attempt: row.DispatchAttempt, Data: row.DispatchEvent,
+		Answerable: s.CanAnswer(row),
 	})
 	cancel()
 	at := s.now()

@@ -403,6 +403,9 @@ func boundedCall(ctx context.Context, what string, budget time.Duration, call fu
 }
 
 func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
+	if row.AnswerStatus == taskstore.AnswerPending {
+		return s.deliverAnswer(ctx, row)
+	}
 	drv, err := s.drivers.Get(row.DriverName)
 	if err != nil {
 		at := s.now()
@@ -426,11 +429,7 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, next, task.Truncate(err.Error(), task.MaxErrorChars), polledAt)
 		return rerr
 	}
-	var next time.Time
-	if n := task.NextPollAt(polledAt, snap, s.cfg); n != nil {
-		next = *n
-	}
-	ok, err := s.store.ApplySnapshot(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), next, polledAt)
+	ok, err := s.store.ApplyPoll(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), driverData(snap), nextPoll(polledAt, snap, s.cfg), polledAt)
 	if err != nil {
 		return err
 	}
@@ -517,6 +516,24 @@ func reference(row taskstore.Task) task.Reference {
 	_ = json.Unmarshal(row.DriverData, &data)
 	return task.Reference{LocalTaskID: row.ID, UserID: row.UserID, ThreadID: row.ThreadID,
 		ServerName: row.ServerName, RemoteTaskID: row.RemoteTaskID, DriverData: data}
+}
+
+// nextPoll is task.NextPollAt as the store takes it: zero for none.
+func nextPoll(at time.Time, snap task.Snapshot, cfg task.Config) time.Time {
+	if n := task.NextPollAt(at, snap, cfg); n != nil {
+		return *n
+	}
+	return time.Time{}
+}
+
+// driverData is the driver data a snapshot replaces the stored one with, as
+// JSON; nil leaves the stored one.
+func driverData(s task.Snapshot) json.RawMessage {
+	if s.DriverData == nil {
+		return nil
+	}
+	b, _ := json.Marshal(s.DriverData)
+	return b
 }
 
 // toStore converts a normalised snapshot to the store's columns.

@@ -58,8 +58,10 @@ type reportStats struct {
 	InFlightStatus int `json:"in_flight_status"`
 	HungCancels    int `json:"hung_cancels"`
 	PerTask        map[string]struct {
-		StatusCalls         int `json:"status_calls"`
-		MaxConcurrentStatus int `json:"max_concurrent_status"`
+		StatusCalls         int            `json:"status_calls"`
+		MaxConcurrentStatus int            `json:"max_concurrent_status"`
+		AnswerCalls         map[string]int `json:"answer_calls"`
+		AnswerApplied       string         `json:"answer_applied"`
 	} `json:"per_task"`
 }
 

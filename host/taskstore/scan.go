@@ -22,6 +22,7 @@ func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 		textCol{&t.LeaseOwner}, timeCol{&t.LeaseExpiresAt}, textCol{&t.LeaseToken},
 		timeCol{&t.CancelRequestedAt}, &t.CancelAttemptCount, timeCol{&t.NextCancelAt}, textCol{&t.LastCancelError},
 		timeCol{&t.CompletedAt}, timeCol{&t.CreatedAt}, timeCol{&t.UpdatedAt}, timeCol{&t.EventRecordedAt},
+		textCol{&t.AnswerStatus}, textCol{&t.AnswerID}, jsonCol{&t.Answer}, timeCol{&t.AnswerRecordedAt}, textCol{&t.AnswerError},
 	)
 	return t, err
 }

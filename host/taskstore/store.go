@@ -147,6 +147,18 @@ type Task struct {
 	// EventRecordedAt is when the current notification event was recorded
 	// (zero if the task never had one).
 	EventRecordedAt time.Time
+
+	// AnswerStatus is "" (never answered) or one of the Answer statuses.
+	AnswerStatus string
+	// AnswerID is the latest answer's idempotency key.
+	AnswerID string
+	// Answer is the pending answer, {action, content}: the user's data,
+	// never logged nor shown; nil once the answer is settled.
+	Answer json.RawMessage
+	// AnswerRecordedAt is when the latest answer was recorded.
+	AnswerRecordedAt time.Time
+	// AnswerError is why the latest answer's delivery failed or was refused.
+	AnswerError string
 }
 
 // Store is the task table on one database. It is safe for concurrent use.

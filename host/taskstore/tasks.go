@@ -39,7 +39,8 @@ const taskColumns = `id, user_id, thread_id, run_id, tool_call_id, server_name, 
  next_poll_at, last_polled_at, last_poll_error, poll_attempt_count, consecutive_poll_error_count,
  lease_owner, lease_expires_at, lease_token,
  cancel_requested_at, cancel_attempt_count, next_cancel_at, last_cancel_error,
- completed_at, created_at, updated_at, event_recorded_at`
+ completed_at, created_at, updated_at, event_recorded_at,
+ answer_status, answer_id, answer, answer_recorded_at, answer_error`
 
 // Claim statements: $1 owner, $2 lease expiry, $3 now, $4 limit.
 const (
@@ -284,25 +285,13 @@ func checkClaim(owner string, lease time.Duration, limit int) error {
 // ApplySnapshot writes a poll result and releases the lease, but only while
 // owner still holds the lease with token, unexpired at polledAt (the time the
 // remote call completed), on a task that is neither terminal nor asked to
-// cancel. It reports false when fenced: the result is stale and was
-// discarded. A terminal snapshot sets completed_at and clears next_poll_at.
-// An applied snapshot records the task's notification event if it changed
+// cancel, and has no answer pending (its claim delivers the answer instead).
+// It reports false when fenced: the result is stale and was discarded. A
+// terminal snapshot sets completed_at and clears next_poll_at. An applied
+// snapshot records the task's notification event if it changed
 // (recordEvent), at polledAt.
 func (s *Store) ApplySnapshot(ctx context.Context, id, owner, token string, snap Snapshot, nextPollAt, polledAt time.Time) (bool, error) {
-	if err := checkSchedule(snap.Status, nextPollAt); err != nil {
-		return false, fmt.Errorf("taskstore: apply snapshot to %s: %w", id, err)
-	}
-	completed := time.Time{}
-	if terminal(snap.Status) {
-		nextPollAt, completed = time.Time{}, polledAt
-	}
-	args := append([]any{id, owner, token}, snapshotArgs(snap)...)
-	args = append(args, ms(nextPollAt), ms(polledAt), ms(completed))
-	return s.fencedWrite(ctx, "apply snapshot to "+id, polledAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
- next_poll_at = $11, last_polled_at = $12, last_poll_error = NULL, consecutive_poll_error_count = 0,
- completed_at = $13, updated_at = $12, `+clearLease+`
- WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $12
- AND status NOT IN `+terminalSQL+` AND cancel_requested_at IS NULL`, args...)
+	return s.ApplyPoll(ctx, id, owner, token, snap, nil, nextPollAt, polledAt)
 }
 
 // ReleaseClaim gives back a poll lease after a failed poll: it schedules the
@@ -380,6 +369,7 @@ func (s *Store) ApplyCancelSnapshot(ctx context.Context, id, owner, token string
 	args = append(args, ms(completedAt))
 	return s.fencedWrite(ctx, "apply cancel snapshot to "+id, completedAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
  next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
+ answer = NULL, answer_status = CASE WHEN answer_status = 'pending' THEN 'abandoned' ELSE answer_status END,
  completed_at = $11, updated_at = $11, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $11
  AND status NOT IN `+terminalSQL, args...)

@@ -137,6 +137,9 @@ func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitReques
 	if tool.TaskToolset != nil {
 		req.TaskName = tool.TaskToolset.Name
 		req.DriverData = ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool)
+		if r := tool.TaskToolset.RespondTool; r != "" {
+			req.DriverData[ordinary.RespondToolKey] = r
+		}
 		return req
 	}
 	req.TaskName = tool.Name

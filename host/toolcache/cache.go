@@ -868,7 +868,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 
 type taskRole struct {
 	toolset config.TaskToolset
-	role    string // submit, status or cancel
+	role    string // submit, status, cancel or respond
 }
 
 // taskRoles maps a server's raw tool names to their task_toolsets roles and
@@ -881,7 +881,10 @@ func taskRoles(srv *config.Server, tools []upstream.Tool) (map[string]taskRole, 
 	roles := map[string]taskRole{}
 	var missing []string
 	for _, ts := range srv.TaskToolsets {
-		for role, name := range map[string]string{"submit": ts.SubmitTool, "status": ts.StatusTool, "cancel": ts.CancelTool} {
+		for role, name := range map[string]string{"submit": ts.SubmitTool, "status": ts.StatusTool, "cancel": ts.CancelTool, "respond": ts.RespondTool} {
+			if name == "" { // respond_tool is optional
+				continue
+			}
 			roles[name] = taskRole{toolset: ts, role: role}
 			if !have[name] {
 				missing = append(missing, name)

@@ -9,6 +9,8 @@
 //	                                         error?, error_code?, input_required?,
 //	                                         poll_after_seconds?}
 //	cancel_report      {task_id}          → {task_id, status: cancelled|completed|failed, ...}
+//	respond_report     {task_id, action, content?, answer_id}
+//	                                      → a status answer, or error_code answer_refused
 //	report_stats       {}                 → {submits, status_calls, cancel_calls, per_task}
 //
 // The optional arguments of submit_report ("knobs") make a task complete,
@@ -52,6 +54,7 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -80,7 +83,9 @@ const (
 	toolSubmit = "submit_report"
 	toolStatus = "get_report_status"
 	toolCancel = "cancel_report"
-	toolStats  = "report_stats"
+	// toolRespond answers a task's question (the toolset's respond_tool).
+	toolRespond = "respond_report"
+	toolStats   = "report_stats"
 )
 
 // Task states, as spelled on the wire.
@@ -95,6 +100,10 @@ const (
 // errorCodeNotFound is the error_code that tells a task runtime the remote
 // task is gone for good.
 const errorCodeNotFound = "task_not_found"
+
+// errorCodeRefused is the error_code with which respond_report refuses an
+// answer for good (the task is not waiting for one).
+const errorCodeRefused = "answer_refused"
 
 // Knob defaults and bounds.
 const (
@@ -192,6 +201,7 @@ func newServer(cfg config, st *store) *server.MCPServer {
 		server.ServerTool{Tool: submitTool(), Handler: h.submit},
 		server.ServerTool{Tool: statusTool(), Handler: h.status},
 		server.ServerTool{Tool: cancelTool(), Handler: h.cancel},
+		server.ServerTool{Tool: respondTool(), Handler: h.respond},
 		server.ServerTool{Tool: statsTool(), Handler: h.stats},
 	)
 	return srv
@@ -233,6 +243,28 @@ func submitTool() mcp.Tool {
 			mcp.Description("Test knob: the first n status calls answer isError true, later ones answer normally.")),
 		mcp.WithBoolean("bad_output", mcp.Description("Test knob: status calls answer with text only, without structuredContent.")),
 		mcp.WithBoolean("artifact", mcp.Description("Test knob: the completed status also carries result_artifact {uri, mime_type}.")),
+		mcp.WithString("ask", mcp.Description("Test knob: after the delay the task asks this question (status input_required) until it is answered through respond_report; the report then reflects the answer.")),
+		mcp.WithInteger("respond_errors", mcp.Min(0), mcp.Max(maxStatusErrors),
+			mcp.Description("Test knob: the first n respond_report calls answer isError true (a retryable failure) and apply nothing.")),
+		mcp.WithInteger("slow_respond_ms", mcp.Min(0), mcp.Max(maxSlowStatusMS),
+			mcp.Description("Test knob: respond_report applies the answer at once, then sleeps this long before replying.")),
+	)
+}
+
+// respondTool describes respond_report.
+func respondTool() mcp.Tool {
+	return mcp.NewTool(toolRespond,
+		mcp.WithDescription("Answers the question of a report task waiting for input. Idempotent per answer_id: a repeated answer_id changes nothing and reports the task's state."),
+		mcp.WithToolAnnotation(mcp.ToolAnnotation{
+			ReadOnlyHint:    mcp.ToBoolPtr(false),
+			DestructiveHint: mcp.ToBoolPtr(false),
+			IdempotentHint:  mcp.ToBoolPtr(true),
+			OpenWorldHint:   mcp.ToBoolPtr(false),
+		}),
+		mcp.WithString("task_id", mcp.Required(), mcp.MinLength(1), mcp.Description("Task id returned by submit_report.")),
+		mcp.WithString("action", mcp.Required(), mcp.Enum("accept", "decline", "cancel"), mcp.Description("The user's action, as in an elicitation result.")),
+		mcp.WithObject("content", mcp.Description("With accept: the user's answer.")),
+		mcp.WithString("answer_id", mcp.Required(), mcp.MinLength(1), mcp.Description("The answer's idempotency key.")),
 	)
 }
 
@@ -293,6 +325,17 @@ type knobs struct {
 	StatusErrors     int64    `json:"status_errors,omitempty"`
 	BadOutput        bool     `json:"bad_output,omitempty"`
 	Artifact         bool     `json:"artifact,omitempty"`
+	Ask              string   `json:"ask,omitempty"`
+	RespondErrors    int64    `json:"respond_errors,omitempty"`
+	SlowRespondMS    int64    `json:"slow_respond_ms,omitempty"`
+}
+
+// answer is the answer a task took through respond_report.
+type answer struct {
+	ID      string          `json:"id"`
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
+	At      time.Time       `json:"at"`
 }
 
 // task is one report task. Its state is derived from the clock: running until
@@ -307,6 +350,11 @@ type task struct {
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 	StatusCalls int64      `json:"status_calls"`
 	CancelCalls int64      `json:"cancel_calls"`
+	// Answer is the answer taken (nil: none yet); RespondCalls counts the
+	// respond_report calls and AnswerCalls them per answer_id.
+	Answer       *answer          `json:"answer,omitempty"`
+	RespondCalls int64            `json:"respond_calls,omitempty"`
+	AnswerCalls  map[string]int64 `json:"answer_calls,omitempty"`
 }
 
 // state returns the task's status at now.
@@ -316,6 +364,10 @@ func (t *task) state(now time.Time) string {
 		return statusCancelled
 	case now.Before(t.ReadyAt):
 		return statusRunning
+	case t.Knobs.Ask != "" && t.Answer == nil:
+		return statusInputRequired
+	case t.Knobs.Ask != "" && t.Answer.Action == "cancel":
+		return statusCancelled
 	case t.Knobs.InputRequired:
 		return statusInputRequired
 	case t.Knobs.Fail:
@@ -553,6 +605,12 @@ type taskStats struct {
 	MaxConcurrentStatus int   `json:"max_concurrent_status"`
 	StatusCalls         int64 `json:"status_calls"`
 	CancelCalls         int64 `json:"cancel_calls"`
+	// RespondCalls counts respond_report calls; AnswerCalls counts them per
+	// answer_id; AnswerApplied is the answer_id of the one answer the task
+	// took ("" for none).
+	RespondCalls  int64            `json:"respond_calls"`
+	AnswerCalls   map[string]int64 `json:"answer_calls,omitempty"`
+	AnswerApplied string           `json:"answer_applied,omitempty"`
 }
 
 // statsPayload is the structuredContent of report_stats.
@@ -579,7 +637,12 @@ func (s *store) snapshotStats() statsPayload {
 		HungCancels: s.hungCancels,
 	}
 	for id, t := range s.tasks {
-		p.PerTask[id] = taskStats{StatusCalls: t.StatusCalls, CancelCalls: t.CancelCalls, MaxConcurrentStatus: s.maxInflight[id]}
+		ts := taskStats{StatusCalls: t.StatusCalls, CancelCalls: t.CancelCalls, MaxConcurrentStatus: s.maxInflight[id],
+			RespondCalls: t.RespondCalls, AnswerCalls: maps.Clone(t.AnswerCalls)}
+		if t.Answer != nil {
+			ts.AnswerApplied = t.Answer.ID
+		}
+		p.PerTask[id] = ts
 	}
 	for _, n := range s.inflight {
 		p.InFlightStatus += n
@@ -630,9 +693,11 @@ func describe(t task, now time.Time, forStatus bool) taskPayload {
 		p.Error = fmt.Sprintf("report generation failed: no sources could be gathered for %q", t.Topic)
 	case statusInputRequired:
 		if forStatus {
-			p.InputRequired = map[string]any{
-				"question": fmt.Sprintf("Which audience should the report on %q be written for?", t.Topic),
+			q := fmt.Sprintf("Which audience should the report on %q be written for?", t.Topic)
+			if t.Knobs.Ask != "" {
+				q = t.Knobs.Ask
 			}
+			p.InputRequired = map[string]any{"question": q}
 		}
 	}
 	if forStatus && (p.Status == statusRunning || p.Status == statusInputRequired) {
@@ -659,8 +724,15 @@ const filler = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. "
 // the length is the same in bytes, runes and JSON-decoded strings).
 func reportText(t task) string {
 	if t.Knobs.ResultBytes == nil {
-		return fmt.Sprintf("# Report: %s\n\nGenerated by task %s, submitted %s.\n\nThe findings on %s fit in one paragraph.\n",
+		text := fmt.Sprintf("# Report: %s\n\nGenerated by task %s, submitted %s.\n\nThe findings on %s fit in one paragraph.\n",
 			t.Topic, t.ID, t.SubmittedAt.UTC().Format(time.RFC3339), t.Topic)
+		switch {
+		case t.Answer != nil && t.Answer.Action == "accept":
+			text += fmt.Sprintf("\nAsked %q, the user answered %s.\n", t.Knobs.Ask, t.Answer.Content)
+		case t.Answer != nil && t.Answer.Action == "decline":
+			text += fmt.Sprintf("\nAsked %q, the user declined to answer; the report is written for a general audience.\n", t.Knobs.Ask)
+		}
+		return text
 	}
 	n := int(*t.Knobs.ResultBytes)
 	var b strings.Builder
@@ -768,6 +840,99 @@ func (h *handlers) cancel(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	return structured(describe(t, now, false))
 }
 
+// respondOutcome is what one respond_report call did.
+type respondOutcome int
+
+const (
+	respondApplied respondOutcome = iota
+	respondRepeated
+	respondRefused
+	respondFailed
+)
+
+// respond counts a respond_report call of task id and applies the answer
+// a, unless respond_errors fails the call, a.ID was already applied (a
+// redelivery: nothing changes) or the task is not waiting for input. It
+// returns a copy of the task after the call, if known.
+func (s *store) respond(id string, a answer, now time.Time) (task, respondOutcome, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok {
+		return task{}, respondRefused, false
+	}
+	t.RespondCalls++
+	if t.AnswerCalls == nil {
+		t.AnswerCalls = map[string]int64{}
+	}
+	t.AnswerCalls[a.ID]++
+	out := respondApplied
+	switch {
+	case t.RespondCalls <= t.Knobs.RespondErrors:
+		out = respondFailed
+	case t.Answer != nil && t.Answer.ID == a.ID:
+		out = respondRepeated
+	case t.state(now) != statusInputRequired || t.Knobs.Ask == "":
+		out = respondRefused
+	default:
+		t.Answer = &a
+	}
+	s.saveOrLog()
+	return *t, out, true
+}
+
+// respond implements respond_report. respond_errors fails the first calls;
+// slow_respond_ms sleeps after an answer is applied, before the reply.
+func (h *handlers) respond(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, errRes := taskIDArg(req)
+	if errRes != nil {
+		return errRes, nil
+	}
+	args := req.GetArguments()
+	a := answer{At: h.now()}
+	a.Action, _ = args["action"].(string)
+	a.ID, _ = args["answer_id"].(string)
+	if a.ID == "" {
+		return mcp.NewToolResultError("answer_id must be a non-empty string"), nil
+	}
+	switch c := args["content"].(type) {
+	case nil:
+	case map[string]any:
+		a.Content, _ = json.Marshal(c)
+	default:
+		return mcp.NewToolResultError("content must be an object"), nil
+	}
+	switch {
+	case a.Action != "accept" && a.Action != "decline" && a.Action != "cancel":
+		return mcp.NewToolResultError("action must be accept, decline or cancel"), nil
+	case a.Action == "accept" && a.Content == nil:
+		return mcp.NewToolResultError("content is required with accept"), nil
+	}
+	t, out, ok := h.store.respond(id, a, h.now())
+	if !ok {
+		return structured(notFound(id))
+	}
+	switch out {
+	case respondFailed:
+		return mcp.NewToolResultError(fmt.Sprintf("report backend temporarily unavailable while answering task %s; try again", id)), nil
+	case respondRefused:
+		p := describe(t, h.now(), true)
+		p.ErrorCode, p.Error = errorCodeRefused, fmt.Sprintf("report task %s is not waiting for input", id)
+		return structured(p)
+	case respondApplied:
+		if ms := t.Knobs.SlowRespondMS; ms > 0 {
+			timer := time.NewTimer(time.Duration(ms) * time.Millisecond)
+			defer timer.Stop()
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("answer to %s applied, reply abandoned by the client: %w", id, ctx.Err())
+			}
+		}
+	}
+	return structured(describe(t, h.now(), true))
+}
+
 // stats implements report_stats.
 func (h *handlers) stats(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return structured(h.store.snapshotStats())
@@ -820,6 +985,24 @@ func parseKnobs(args map[string]any) (knobs, error) {
 		k.StatusErrors = v
 	} else {
 		set(e)
+	}
+	if v, ok, e := intArg(args, "respond_errors", 0, maxStatusErrors); ok {
+		k.RespondErrors = v
+	} else {
+		set(e)
+	}
+	if v, ok, e := intArg(args, "slow_respond_ms", 0, maxSlowStatusMS); ok {
+		k.SlowRespondMS = v
+	} else {
+		set(e)
+	}
+	if v, ok := args["ask"]; ok && v != nil {
+		q, isStr := v.(string)
+		if !isStr || strings.TrimSpace(q) == "" {
+			set(fmt.Errorf("ask must be a non-empty string"))
+		} else {
+			k.Ask = q
+		}
 	}
 	if v, ok := args["poll_after_seconds"]; ok && v != nil {
 		f, isNum := v.(float64)

@@ -365,6 +365,7 @@ func TestContract(t *testing.T) {
 		"lifecycle":       testLifecycle,
 		"fail":            testFail,
 		"input_required":  testInputRequired,
+		"answers":         testAnswers,
 		"not_found":       testNotFound,
 		"status_is_error": testStatusIsError,
 		"bad_output":      testBadOutput,
@@ -456,6 +457,54 @@ func testInputRequired(t *testing.T, connect connectFunc) {
 	}
 }
 
+// testAnswers: ask makes a task wait on its question until respond_report
+// answers it; the report reflects the answer, a repeated answer_id changes
+// nothing, and an answer to a task not waiting for one is refused.
+func testAnswers(t *testing.T, connect connectFunc) {
+	c := connect(t)
+	respond := func(id, action, answerID string, content map[string]any) (payload, *mcp.CallToolResult) {
+		t.Helper()
+		args := map[string]any{"task_id": id, "action": action, "answer_id": answerID}
+		if content != nil {
+			args["content"] = content
+		}
+		res := call(t, c, toolRespond, args)
+		if res.IsError {
+			return payload{}, res
+		}
+		return toPayload(t, res), res
+	}
+	id := submit(t, c, map[string]any{"topic": "owls", "delay_ms": 0, "ask": "Who reads it?", "respond_errors": 1})
+	if p := status(t, c, id); p.Status != statusInputRequired || p.InputRequired["question"] != "Who reads it?" {
+		t.Fatalf("status = %v, want input_required asking the knob's question", p.raw)
+	}
+	if _, res := respond(id, "accept", "a-1", map[string]any{"audience": "the board"}); !res.IsError {
+		t.Fatalf("first respond with respond_errors 1 = %s, want isError", text(res))
+	}
+	if p, _ := respond(id, "accept", "a-1", map[string]any{"audience": "the board"}); p.Status != statusCompleted || !strings.Contains(p.Result, `"audience":"the board"`) {
+		t.Fatalf("respond accept = %v, want completed with the answer in the report", p.raw)
+	}
+	if p, _ := respond(id, "accept", "a-1", map[string]any{"audience": "someone else"}); p.Status != statusCompleted || strings.Contains(p.Result, "someone else") {
+		t.Errorf("repeated answer_id = %v, want the same completed report", p.raw)
+	}
+	if p, _ := respond(id, "decline", "a-2", nil); p.ErrorCode != "answer_refused" {
+		t.Errorf("answer to a completed task = %v, want answer_refused", p.raw)
+	}
+	st := stats(t, c).PerTask[id]
+	if st.RespondCalls != 4 || st.AnswerCalls["a-1"] != 3 || st.AnswerApplied != "a-1" {
+		t.Errorf("stats = %+v", st)
+	}
+
+	declined := submit(t, c, map[string]any{"topic": "bats", "delay_ms": 0, "ask": "Who reads it?"})
+	if p, _ := respond(declined, "decline", "d-1", nil); p.Status != statusCompleted || !strings.Contains(p.Result, "declined") {
+		t.Errorf("respond decline = %v, want completed for a general audience", p.raw)
+	}
+	cancelled := submit(t, c, map[string]any{"topic": "moths", "delay_ms": 0, "ask": "Who reads it?"})
+	if p, _ := respond(cancelled, "cancel", "c-1", nil); p.Status != statusCancelled {
+		t.Errorf("respond cancel = %v, want cancelled", p.raw)
+	}
+}
+
 // testNotFound: the not_found knob and unknown ids answer task_not_found.
 func testNotFound(t *testing.T, connect connectFunc) {
 	c := connect(t)
@@ -530,10 +579,10 @@ func testCancel(t *testing.T, connect connectFunc) {
 	}
 
 	s := stats(t, c)
-	if got, want := s.PerTask[running], (taskStats{StatusCalls: 2, CancelCalls: 2}); got != want {
+	if got, want := s.PerTask[running], (taskStats{StatusCalls: 2, CancelCalls: 2}); !reflect.DeepEqual(got, want) {
 		t.Errorf("per_task[%s] = %+v, want %+v", running, got, want)
 	}
-	if got, want := s.PerTask[done], (taskStats{CancelCalls: 1}); got != want {
+	if got, want := s.PerTask[done], (taskStats{CancelCalls: 1}); !reflect.DeepEqual(got, want) {
 		t.Errorf("per_task[%s] = %+v, want %+v", done, got, want)
 	}
 }
@@ -772,7 +821,7 @@ func testTools(t *testing.T, connect connectFunc) {
 		schemas[tool.Name] = tool.InputSchema
 	}
 	slices.Sort(names)
-	if want := []string{toolCancel, toolStatus, toolStats, toolSubmit}; !slices.Equal(names, want) {
+	if want := []string{toolCancel, toolStatus, toolStats, toolRespond, toolSubmit}; !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
 	sub := schemas[toolSubmit]

@@ -18,11 +18,13 @@ import (
 // Name is the driver's registry name.
 const Name = "ordinary-tools"
 
-// Driver data keys: the raw MCP tool name for each role.
+// Driver data keys: the raw MCP tool name for each role. RespondToolKey is
+// present only for toolsets with a respond_tool.
 const (
-	SubmitToolKey = "submit_tool"
-	StatusToolKey = "status_tool"
-	CancelToolKey = "cancel_tool"
+	SubmitToolKey  = "submit_tool"
+	StatusToolKey  = "status_tool"
+	CancelToolKey  = "cancel_tool"
+	RespondToolKey = "respond_tool"
 )
 
 // DriverData returns the driver data a task toolset hands to the driver.
@@ -62,7 +64,11 @@ type Driver struct {
 	caller ToolCaller
 }
 
-var _ task.Driver = (*Driver)(nil)
+var (
+	_ task.Driver        = (*Driver)(nil)
+	_ task.Answerer      = (*Driver)(nil)
+	_ task.AnswerChecker = (*Driver)(nil)
+)
 
 // New returns a driver that calls tools through caller.
 func New(caller ToolCaller) *Driver { return &Driver{caller: caller} }
@@ -114,21 +120,38 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 // A remote that no longer knows the task (error_code task_not_found) fails
 // it permanently.
 func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
-	return d.poll(ctx, ref, StatusToolKey, parseStatus)
+	return d.poll(ctx, ref, StatusToolKey, parseStatus, nil)
 }
 
 // Cancel calls the cancel tool with the remote task id and returns the
 // terminal state the remote reports (a task that finished first stays
 // completed or failed).
 func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
-	return d.poll(ctx, ref, CancelToolKey, parseCancel)
+	return d.poll(ctx, ref, CancelToolKey, parseCancel, nil)
+}
+
+// CanAnswer reports whether the task's toolset has a respond_tool.
+func (d *Driver) CanAnswer(ref task.Reference) bool { return ref.DriverData[RespondToolKey] != "" }
+
+// Answer calls the respond tool with {task_id: remote id, action, content,
+// answer_id} and maps its answer like a status answer. The remote must
+// treat answer_id as an idempotency key: the service may deliver one answer
+// twice. A remote that refuses the answer (error_code answer_refused) is a
+// *task.ProtocolError with its error text; so is a task without a
+// respond_tool. question is not sent: the remote asked it.
+func (d *Driver) Answer(ctx context.Context, ref task.Reference, _ json.RawMessage, a task.Answer) (task.Snapshot, error) {
+	args := map[string]any{"task_id": ref.RemoteTaskID, "action": a.Action, "answer_id": a.ID}
+	if len(a.Content) > 0 {
+		args["content"] = a.Content
+	}
+	return d.poll(ctx, ref, RespondToolKey, parseRespond, args)
 }
 
 // poll runs a status or cancel call. The remote task id is cut from the
 // error texts it returns (a task's error and its poll and cancel errors are
 // shown to the agent, who knows only the local id).
-func (d *Driver) poll(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error)) (task.Snapshot, error) {
-	s, err := d.pollRemote(ctx, ref, key, parse)
+func (d *Driver) poll(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error), args map[string]any) (task.Snapshot, error) {
+	s, err := d.pollRemote(ctx, ref, key, parse, args)
 	s.Error = withoutID(s.Error, ref.RemoteTaskID)
 	if err != nil {
 		if msg := withoutID(err.Error(), ref.RemoteTaskID); msg != err.Error() {
@@ -138,15 +161,18 @@ func (d *Driver) poll(ctx context.Context, ref task.Reference, key string, parse
 	return s, err
 }
 
-// pollRemote runs a status or cancel call: both take {"task_id": remote
-// id}, never carry per-request headers, and must echo the persisted remote
-// id.
-func (d *Driver) pollRemote(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error)) (task.Snapshot, error) {
+// pollRemote runs a status, cancel or respond call: they take {"task_id":
+// remote id} (args, when not nil, for respond), never carry per-request
+// headers, and must echo the persisted remote id.
+func (d *Driver) pollRemote(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error), argMap map[string]any) (task.Snapshot, error) {
 	tool, err := role(ref.DriverData, key)
 	if err != nil {
 		return task.Snapshot{}, err
 	}
-	args, err := json.Marshal(map[string]string{"task_id": ref.RemoteTaskID})
+	if argMap == nil {
+		argMap = map[string]any{"task_id": ref.RemoteTaskID}
+	}
+	args, err := json.Marshal(argMap)
 	if err != nil {
 		return task.Snapshot{}, fmt.Errorf("encode MCP task tool '%s' arguments: %w", tool, err)
 	}
@@ -163,6 +189,13 @@ func (d *Driver) pollRemote(ctx context.Context, ref task.Reference, key string,
 	}
 	if p.TaskID != ref.RemoteTaskID {
 		return task.Snapshot{}, task.NewProtocolError("MCP task response task_id does not match the persisted remote task")
+	}
+	if key == RespondToolKey && p.ErrorCode == refusedCode {
+		msg := p.Error
+		if msg == "" {
+			msg = refusedMessage
+		}
+		return task.Snapshot{}, task.NewProtocolError(msg)
 	}
 	s, err := p.snapshot()
 	if err != nil {

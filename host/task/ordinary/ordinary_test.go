@@ -439,3 +439,48 @@ func assertSnapshot(t *testing.T, got, want task.Snapshot) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestAnswer(t *testing.T) {
+	withRespond := reference()
+	withRespond.DriverData = maps.Clone(withRespond.DriverData)
+	withRespond.DriverData[ordinary.RespondToolKey] = "respond_report"
+	answer := task.Answer{Action: "accept", Content: json.RawMessage(`{"audience":"board"}`), ID: "mcp-answer-1"}
+	tests := []struct {
+		name      string
+		ref       task.Reference
+		result    string
+		wantArgs  string
+		want      task.Status
+		permanent bool
+		wantErr   string
+	}{
+		{"accepted and resumed", withRespond, structured(`{"task_id":"r-1","status":"running"}`),
+			`{"action":"accept","answer_id":"mcp-answer-1","content":{"audience":"board"},"task_id":"r-1"}`, task.StatusWorking, false, ""},
+		{"refused", withRespond, structured(`{"task_id":"r-1","status":"input_required","input_required":{"q":"?"},"error_code":"answer_refused","error":"task r-1 is not waiting for input"}`),
+			"", "", true, "task [remote task id] is not waiting for input"},
+		{"tool error is retried", withRespond, `{"isError":true,"content":[{"type":"text","text":"busy"}]}`, "", "", false, "busy"},
+		{"no respond tool", reference(), "", "", "", true, "missing required 'respond_tool'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeCaller{results: map[string]string{"respond_report": tt.result}}
+			snap, err := ordinary.New(f).Answer(context.Background(), tt.ref, json.RawMessage(`{"q":"?"}`), answer)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || task.IsPermanent(err) != tt.permanent {
+					t.Fatalf("Answer = %v (permanent %v), want %q permanent %v", err, task.IsPermanent(err), tt.wantErr, tt.permanent)
+				}
+				return
+			}
+			if err != nil || snap.Status != tt.want {
+				t.Fatalf("Answer = %+v, %v", snap, err)
+			}
+			if len(f.calls) != 1 || string(f.calls[0].Arguments) != tt.wantArgs || f.calls[0].RequestScopedHeaders {
+				t.Errorf("calls %+v, want one respond_report call with %s", f.calls, tt.wantArgs)
+			}
+		})
+	}
+	d := ordinary.New(&fakeCaller{})
+	if d.CanAnswer(reference()) || !d.CanAnswer(withRespond) || !task.CanAnswer(d, withRespond) {
+		t.Error("CanAnswer must follow the toolset's respond_tool")
+	}
+}

@@ -85,6 +85,16 @@ func parseStatus(content []byte) (statusPayload, error) {
 	return p, nil
 }
 
+// refusedCode is the error_code with which a respond tool refuses an
+// answer for good.
+const refusedCode = "answer_refused"
+
+// refusedMessage is the refusal's text when such an answer carries none.
+const refusedMessage = "The remote MCP task refused the answer"
+
+// parseRespond reads the respond tool's answer: a status answer.
+func parseRespond(content []byte) (statusPayload, error) { return parseStatus(content) }
+
 // parseCancel reads the cancel tool's answer, which must be terminal.
 func parseCancel(content []byte) (statusPayload, error) {
 	o, err := decodeObject(content)

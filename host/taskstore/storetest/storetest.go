@@ -68,6 +68,11 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"ConcurrentTaskSlots", testConcurrentTaskSlots},
 		{"CreateAfterReservationExpired", testCreateAfterReservationExpired},
 		{"ClaimExcept", testClaimExcept},
+		{"RecordAnswer", testRecordAnswer},
+		{"AnswerDelivery", testAnswerDelivery},
+		{"AnswerRefused", testAnswerRefused},
+		{"CancelAbandonsAnswer", testCancelAbandonsAnswer},
+		{"ApplyPollDriverData", testApplyPollDriverData},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })

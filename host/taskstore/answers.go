@@ -1,0 +1,156 @@
+package taskstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Answer statuses (the answer_status column). A task's latest answer is
+// pending from RecordAnswer until the poller settles it: delivered
+// (ApplyAnswer), refused (RefuseAnswer) or abandoned (the task was
+// cancelled first). The answer's content is kept only while it is pending.
+const (
+	AnswerPending   = "pending"
+	AnswerDelivered = "delivered"
+	AnswerRefused   = "refused"
+	AnswerAbandoned = "abandoned"
+)
+
+// notPendingAnswer holds for a row without a pending answer.
+const notPendingAnswer = "(answer_status IS NULL OR answer_status <> 'pending')"
+
+// ErrAnswerPending is returned by RecordAnswer while an earlier answer of
+// the task waits for delivery.
+var ErrAnswerPending = errors.New("taskstore: an answer to this task is already pending delivery")
+
+// NotInputRequiredError is returned by RecordAnswer for a task that is not
+// waiting for input (Status is its status; CancelRequested when a cancel of
+// it is pending).
+type NotInputRequiredError struct {
+	Status          string
+	CancelRequested bool
+}
+
+func (e *NotInputRequiredError) Error() string {
+	if e.CancelRequested {
+		return "MCP task is being cancelled; it takes no answer"
+	}
+	return fmt.Sprintf("MCP task is %s, not input_required; only a task waiting for input takes an answer", e.Status)
+}
+
+// RecordAnswer records the user's answer to a task of the thread waiting for
+// input and returns the task. In the one write, the task moves to working,
+// the answer (JSON, {action, content}) becomes pending under answerID, the
+// task is due at at, and any poll lease is cleared, so a status call in
+// flight can no longer overwrite it. A task that is not input_required, or
+// is being cancelled, is a *NotInputRequiredError; one whose earlier answer
+// is still pending is ErrAnswerPending; another user's or thread's task is
+// ErrNotFound.
+func (s *Store) RecordAnswer(ctx context.Context, id, userID, threadID, answerID string, answer json.RawMessage, at time.Time) (Task, error) {
+	if answerID == "" || len(answerID) > 64 {
+		return Task{}, fmt.Errorf("taskstore: record answer to %s: answer id must have 1 to 64 characters", id)
+	}
+	t, ok, err := s.writeTask(ctx, at, `UPDATE mcp_tasks SET status = 'working', answer_status = 'pending',
+ answer_id = $4, answer = $5, answer_recorded_at = $6, answer_error = NULL,
+ next_poll_at = $6, updated_at = $6, `+clearLease+`
+ WHERE id = $1 AND user_id = $2 AND thread_id = $3 AND status = 'input_required'
+ AND cancel_requested_at IS NULL AND `+notPendingAnswer, id, userID, threadID, answerID, jsonText(answer), ms(at))
+	if err != nil {
+		return Task{}, fmt.Errorf("taskstore: record answer to %s: %w", id, err)
+	}
+	if ok {
+		return t, nil
+	}
+	t, err = scanTask(s.write.QueryRowContext(ctx, "SELECT "+taskColumns+
+		" FROM mcp_tasks WHERE id = $1 AND user_id = $2 AND thread_id = $3", id, userID, threadID))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Task{}, ErrNotFound
+	case err != nil:
+		return Task{}, fmt.Errorf("taskstore: record answer to %s: %w", id, err)
+	case t.AnswerStatus == AnswerPending && !terminal(t.Status):
+		return t, ErrAnswerPending
+	}
+	return t, &NotInputRequiredError{Status: t.Status, CancelRequested: !t.CancelRequestedAt.IsZero()}
+}
+
+// ApplyPoll is ApplySnapshot that also replaces the task's driver data with
+// driverData, in the same write, when driverData is not nil.
+func (s *Store) ApplyPoll(ctx context.Context, id, owner, token string, snap Snapshot, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
+	return s.applyRemote(ctx, "apply snapshot to "+id, id, owner, token, "", snap, driverData, nextPollAt, polledAt)
+}
+
+// ApplyAnswer stores the remote's reply to the pending answer answerID and
+// settles it (delivered, its content dropped) in one write, fenced like
+// ApplySnapshot and by the answer still being the pending one; driverData,
+// when not nil, replaces the task's driver data in that write. It reports
+// false when fenced: the reply is discarded and the answer stays pending,
+// to be delivered again under the same id.
+func (s *Store) ApplyAnswer(ctx context.Context, id, owner, token, answerID string, snap Snapshot, driverData json.RawMessage, nextPollAt, at time.Time) (bool, error) {
+	if answerID == "" {
+		return false, fmt.Errorf("taskstore: apply answer to %s: answer id is required", id)
+	}
+	return s.applyRemote(ctx, "apply answer to "+id, id, owner, token, answerID, snap, driverData, nextPollAt, at)
+}
+
+// applyRemote writes a remote state: a poll's (answerID "", which must find
+// no answer pending) or the reply to the pending answer answerID.
+func (s *Store) applyRemote(ctx context.Context, what, id, owner, token, answerID string, snap Snapshot, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
+	if err := checkSchedule(snap.Status, nextPollAt); err != nil {
+		return false, fmt.Errorf("taskstore: %s: %w", what, err)
+	}
+	completed := time.Time{}
+	if terminal(snap.Status) {
+		nextPollAt, completed = time.Time{}, polledAt
+	}
+	args := append([]any{id, owner, token}, snapshotArgs(snap)...)
+	args = append(args, ms(nextPollAt), ms(polledAt), ms(completed), jsonText(driverData))
+	set, guard := "", " AND "+notPendingAnswer
+	if answerID != "" {
+		set = ", answer_status = 'delivered', answer = NULL, answer_error = NULL"
+		guard = " AND answer_status = 'pending' AND answer_id = $15"
+		args = append(args, answerID)
+	}
+	return s.fencedWrite(ctx, what, polledAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
+ next_poll_at = $11, last_polled_at = $12, last_poll_error = NULL, consecutive_poll_error_count = 0,
+ completed_at = $13, updated_at = $12, driver_data = COALESCE($14, driver_data)`+set+`, `+clearLease+`
+ WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $12
+ AND status NOT IN `+terminalSQL+` AND cancel_requested_at IS NULL`+guard, args...)
+}
+
+// RefuseAnswer records that the remote refused the pending answer answerID
+// for good: the task is input_required again with its question, errText as
+// its error (so its event, and the user, hear of the refusal), the answer
+// refused and its content dropped, next polled at nextPollAt. Fenced like
+// ApplyAnswer; it reports false when fenced.
+func (s *Store) RefuseAnswer(ctx context.Context, id, owner, token, answerID, errText string, nextPollAt, at time.Time) (bool, error) {
+	if nextPollAt.IsZero() {
+		return false, fmt.Errorf("taskstore: refuse answer to %s: next poll time is required", id)
+	}
+	return s.fencedWrite(ctx, "refuse answer to "+id, at, `UPDATE mcp_tasks SET status = 'input_required', error = $5,
+ answer_status = 'refused', answer = NULL, answer_error = $5, next_poll_at = $6,
+ last_poll_error = NULL, consecutive_poll_error_count = 0, updated_at = $7, `+clearLease+`
+ WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $7
+ AND answer_status = 'pending' AND answer_id = $4
+ AND status NOT IN `+terminalSQL+` AND cancel_requested_at IS NULL`,
+		id, owner, token, answerID, text(errText), ms(nextPollAt), ms(at))
+}
+
+// ReleaseAnswerClaim gives back a poll lease after a failed delivery of the
+// pending answer answerID: like ReleaseClaim, and errText also becomes the
+// answer's error. The answer stays pending, to be delivered again under
+// the same id. It reports false when owner no longer holds the lease with
+// token or the answer is no longer the pending one.
+func (s *Store) ReleaseAnswerClaim(ctx context.Context, id, owner, token, answerID string, nextPollAt time.Time, errText string, at time.Time) (bool, error) {
+	if nextPollAt.IsZero() {
+		return false, fmt.Errorf("taskstore: release answer claim on %s: next poll time is required", id)
+	}
+	return s.fencedWrite(ctx, "release answer claim on "+id, at, `UPDATE mcp_tasks SET next_poll_at = $4, last_poll_error = $5,
+ answer_error = $5, consecutive_poll_error_count = consecutive_poll_error_count + 1, updated_at = $6, `+clearLease+`
+ WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND answer_status = 'pending' AND answer_id = $7`,
+		id, owner, token, ms(nextPollAt), text(errText), ms(at), answerID)
+}
