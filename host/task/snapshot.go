@@ -32,6 +32,10 @@ type Snapshot struct {
 	InputRequired json.RawMessage
 	// PollAfterSeconds is the remote's hint for the next poll; nil for none.
 	PollAfterSeconds *float64
+	// DriverData, when non-nil, replaces the task's stored driver data (the
+	// 2026-07-28 driver records the input requests it answered).
+	// TODO(merge): the answers branch adds this field in parallel; keep one.
+	DriverData map[string]string
 }
 
 // IsPollable reports whether the service keeps polling this task.

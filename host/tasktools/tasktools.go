@@ -146,8 +146,11 @@ func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitReques
 
 // DriverName is the task driver of a durable tool (see SubmitRequest).
 func DriverName(tool toolcache.Tool) string {
-	if tool.TaskToolset != nil {
+	switch {
+	case tool.TaskToolset != nil:
 		return ordinary.Name
+	case tool.TaskExtension:
+		return spectasks.ExtensionName
 	}
 	return spectasks.Name
 }
