@@ -152,6 +152,11 @@ func (d *ExtensionDriver) Submit(ctx context.Context, req task.SubmitRequest) (t
 
 // Status reads the task with tasks/get and maps the DetailedTask.
 func (d *ExtensionDriver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+	s, err := d.status(ctx, ref)
+	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
+}
+
+func (d *ExtensionDriver) status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
 	if strings.HasPrefix(ref.RemoteTaskID, InlinePrefix) {
 		return task.Snapshot{}, task.NewProtocolError("An MCP tool answered inline has no remote task to read")
 	}
@@ -167,6 +172,11 @@ func (d *ExtensionDriver) Status(ctx context.Context, ref task.Reference) (task.
 // the server has not ended it yet (the service then asks again). A server
 // that does not know the task (-32602) is read to say so.
 func (d *ExtensionDriver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+	s, err := d.cancel(ctx, ref)
+	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
+}
+
+func (d *ExtensionDriver) cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
 	if strings.HasPrefix(ref.RemoteTaskID, InlinePrefix) {
 		return task.Snapshot{}, task.NewProtocolError("An MCP tool answered inline has no remote task to cancel")
 	}
@@ -175,7 +185,7 @@ func (d *ExtensionDriver) Cancel(ctx context.Context, ref task.Reference) (task.
 	if err != nil && !(errors.As(err, &rpc) && rpc.Code == CodeInvalidParams) {
 		return task.Snapshot{}, classify(MethodCancel, err)
 	}
-	s, err := d.Status(ctx, ref)
+	s, err := d.status(ctx, ref)
 	if err != nil {
 		return task.Snapshot{}, err
 	}
@@ -193,6 +203,11 @@ func (d *ExtensionDriver) Cancel(ctx context.Context, ref task.Reference) (task.
 // The snapshot is the task read afterwards, its driver data recording the
 // answered key.
 func (d *ExtensionDriver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
+	s, err := d.answer(ctx, ref, question, a)
+	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
+}
+
+func (d *ExtensionDriver) answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
 	var q struct {
 		Key string `json:"input_request_id"`
 	}
@@ -224,7 +239,7 @@ func (d *ExtensionDriver) Answer(ctx context.Context, ref task.Reference, questi
 		data[key] = a.ID
 	}
 	ref.DriverData = data
-	s, err := d.Status(ctx, ref)
+	s, err := d.status(ctx, ref)
 	if err != nil {
 		return task.Snapshot{}, err
 	}

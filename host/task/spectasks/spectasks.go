@@ -230,8 +230,15 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 }
 
 // Status polls the task with tasks/get and, once it is completed or
-// failed, takes its outcome with tasks/result.
+// failed, takes its outcome with tasks/result. The remote task id is cut
+// from the error texts (agents know only the local id), as in every
+// driver.
 func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+	s, err := d.status(ctx, ref)
+	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
+}
+
+func (d *Driver) status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
 	rt, err := d.taskRequest(ctx, ref, MethodGet)
 	if err != nil {
 		return task.Snapshot{}, err
@@ -244,6 +251,11 @@ func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot,
 // ended; a server that still reports it running after the request makes a
 // retryable error.
 func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+	s, err := d.cancel(ctx, ref)
+	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
+}
+
+func (d *Driver) cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
 	rt, err := d.taskRequest(ctx, ref, MethodCancel)
 	var rpc *RPCError
 	if errors.As(err, &rpc) && rpc.Code == CodeInvalidParams {
