@@ -259,3 +259,36 @@ func TestJobSurvivesHostRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestJobExpiresWithItsTTL: a server forgets a task after its ttlMs; the
+// poll that finds it gone fails the task for good with the server's word.
+func TestJobExpiresWithItsTTL(t *testing.T) {
+	rt := testtask.New(t, jobsDoc(extTransports[1].server(t)), testtask.FastConfig())
+	tool := jobsTool(t, rt.Cache)
+	rt.Service.Start()
+	id := submit(t, rt.Service, tool, `{"topic": "ephemeral", "duration_ms": 600000, "ttl_ms": 100}`)
+	row := waitStatus(t, rt.Store, id, task.StatusFailed)
+	if !strings.Contains(row.Error, "Task has expired") {
+		t.Errorf("error = %q, want the server's expiry", row.Error)
+	}
+}
+
+// TestExtensionOptOut: with spec_tasks "off" the server's tools are plain,
+// and a plain call of a tool the server only runs as a task is refused
+// (-32021) because it did not declare the extension.
+func TestExtensionOptOut(t *testing.T) {
+	server := fmt.Sprintf(`{"command": %q, "spec_tasks": "off"}`, testmcp.BuildTasks2026(t))
+	rt := testtask.New(t, jobsDoc(server), testtask.FastConfig())
+	snap, err := rt.Cache.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, ok := snap.Tool(jobExposed)
+	if !ok || tool.IsDurable() || strings.Contains(tool.Description, "durable background task") {
+		t.Fatalf("tool %+v (listed %v), want a plain tool", tool, ok)
+	}
+	_, err = snap.Invoke(context.Background(), dispatch.Request{Name: jobExposed, Arguments: json.RawMessage(`{"topic":"x"}`), UserID: "alice", ThreadID: "t1"})
+	if err == nil || !strings.Contains(err.Error(), "Missing required client capability") {
+		t.Errorf("plain call: %v, want -32021", err)
+	}
+}
