@@ -29,13 +29,13 @@ const (
 // child a restarted host starts resumes the jobs) and streamable HTTP.
 var extTransports = []struct {
 	name   string
-	server func(t *testing.T) string
+	server func(t testing.TB) string
 }{
-	{"stdio", func(t *testing.T) string {
+	{"stdio", func(t testing.TB) string {
 		state := filepath.Join(t.TempDir(), "jobs.json")
 		return fmt.Sprintf(`{"command": %q, "args": ["-state", %q]}`, testmcp.BuildTasks2026(t), state)
 	}},
-	{"http", func(t *testing.T) string {
+	{"http", func(t testing.TB) string {
 		return fmt.Sprintf(`{"type": "http", "url": %q}`, testmcp.StartBinaryHTTP(t, testmcp.BuildTasks2026(t), "tasks2026 server", "http")+"/mcp")
 	}},
 }
@@ -43,7 +43,7 @@ var extTransports = []struct {
 func jobsDoc(server string) string { return `{"mcpServers": {"jobs": ` + server + `}}` }
 
 // jobsTool is long_job as agents see it: a durable tool of the extension.
-func jobsTool(t *testing.T, cache *toolcache.Cache) toolcache.Tool {
+func jobsTool(t testing.TB, cache *toolcache.Cache) toolcache.Tool {
 	t.Helper()
 	snap, err := cache.Snapshot(context.Background())
 	if err != nil {
