@@ -13,6 +13,7 @@ import (
 	"github.com/antler-mcp/antler/host/task/spectasks"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
@@ -142,7 +143,13 @@ func TestInlineAnswerCompletesAtOnce(t *testing.T) {
 	if row.Status != string(task.StatusCompleted) || row.RemoteTaskID != spectasks.InlinePrefix+id || !strings.Contains(resultText(t, row), "# Report: quick") {
 		t.Errorf("task %s, remote id %q, result %s; want completed at once with the report", row.Status, row.RemoteTaskID, row.Result)
 	}
-	if st := jobStats(t, rt.Cache); st["inline"] != 1 || st["creates"] != 0 {
+	res, err := tasktools.New(rt.Service, nil).Submit(context.Background(), tool, dispatch.Request{
+		UserID: "alice", ThreadID: "t1", Arguments: json.RawMessage(`{"topic": "quicker", "inline": true}`)})
+	sc, _ := res["structuredContent"].(map[string]any)
+	if got, _ := json.Marshal(sc["result"]); err != nil || sc["status"] != "completed" || !strings.Contains(string(got), "# Report: quicker") {
+		t.Errorf("submit = %v (%v), want the result at once", res, err)
+	}
+	if st := jobStats(t, rt.Cache); st["inline"] != 2 || st["creates"] != 0 {
 		t.Errorf("stats %v, want one inline answer and no task", st)
 	}
 }
