@@ -17,6 +17,7 @@ import (
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/spectask"
 	"github.com/antler-mcp/antler/host/tasktools"
+	"github.com/antler-mcp/antler/host/toolcache"
 )
 
 // The durable tasks as spec Tasks. mcp-go's own task engine keeps tasks in
@@ -155,8 +156,20 @@ func (s *Server) taskHooks(hooks *server.Hooks) {
 		if res == nil || !s.spec.legacy(sessionIDFrom(ctx)) {
 			return
 		}
+		var snap *toolcache.Snapshot
+		if s.cache != nil {
+			snap, _ = s.cache.Snapshot(ctx)
+		}
 		for i := range res.Tools {
+			durable := false
 			if m := res.Tools[i].Meta; m != nil && m.AdditionalFields[MetaTaskToolset] != nil {
+				durable = true
+			} else if snap != nil {
+				// A tool its own server runs as an MCP task.
+				t, ok := snap.Tool(res.Tools[i].Name)
+				durable = ok && t.IsDurable()
+			}
+			if durable {
 				res.Tools[i].Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 			}
 		}
@@ -451,13 +464,13 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 		return false
 	}
 	tool, ok := snap.Tool(p.Name)
-	if ok && tool.TaskToolset == nil && !modern {
+	if ok && !tool.IsDurable() && !modern {
 		// 2025-11-25: a task-augmented call of a tool whose taskSupport is
-		// forbidden (every tool but a submit tool) SHOULD be -32601.
+		// forbidden (every tool but a durable one) SHOULD be -32601.
 		writeRPC(w, msg.ID, nil, &rpcError{mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task-augmented execution", truncate(p.Name))}, false)
 		return true
 	}
-	if !ok || tool.TaskToolset == nil {
+	if !ok || !tool.IsDurable() {
 		return false
 	}
 	var req mcp.CallToolRequest
@@ -493,7 +506,8 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 	if json.Unmarshal(p.Task, &tp) == nil {
 		ttl = tp.TTL
 	}
-	res, err := s.spec.svc.Submit(ctx, rev, spectask.Caller{UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets}, tasktools.SubmitRequest(tool, call), ttl)
+	res, err := s.spec.svc.SubmitTool(ctx, rev, spectask.Caller{UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets},
+		tasktools.DriverName(tool), tasktools.SubmitRequest(tool, call), ttl)
 	switch {
 	case errors.Is(err, spectask.ErrInvalidParams):
 		writeRPC(w, msg.ID, nil, &rpcError{mcp.INVALID_PARAMS, taskText(err)}, modern)

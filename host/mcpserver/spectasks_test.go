@@ -523,3 +523,41 @@ func TestTaskPollingKeepsTheSessionAlive(t *testing.T) {
 		t.Errorf("the polling session after the idle TTL: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestSpecTaskOfAnUpstreamTaskTool: a tool its own server runs as a task
+// (the 2026-07-28 example, through its extension driver) is listed with
+// taskSupport and served as a task to a 2025-11-25 client's params.task
+// call, its result taken with tasks/result once the upstream task is done.
+func TestSpecTaskOfAnUpstreamTaskTool(t *testing.T) {
+	doc := fmt.Sprintf(`{"mcpServers": {"jobs": {"type": "http", "url": %q}}}`,
+		testmcp.StartBinaryHTTP(t, testmcp.BuildTasks2026(t), "tasks2026 server", "http")+"/mcp")
+	rt := testtask.New(t, doc, testtask.FastConfig())
+	rt.Service.Start()
+	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New([]settings.Key{{Key: "ka", User: "alice", Role: settings.RoleAgent}}), Tasks: rt.Service})
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(func() { gw.Close(); srv.Close() })
+	h := &host{t: t, url: srv.URL}
+	c := h.client("2025-11-25", "ka")
+	res, err := c.ListTools(h.ctx(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, tl := range res.Tools {
+		if tl.Name == "jobs_long_job" {
+			listed = tl.Execution != nil && tl.Execution.TaskSupport == mcp.TaskSupportOptional
+		}
+	}
+	if !listed {
+		t.Errorf("jobs_long_job is not listed with taskSupport optional: %+v", res.Tools)
+	}
+	tk := taskOf(t, rawCall(t, c, "tools/call", map[string]any{"name": "jobs_long_job", "arguments": map[string]any{"topic": "doors", "poll_ms": 50}, "task": map[string]any{}}).object(t))
+	done, err := c.TaskResult(h.ctx(), mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: tk["taskId"].(string)}})
+	if err != nil || done.IsError || len(done.Content) != 1 || !strings.Contains(done.Content[0].(mcp.TextContent).Text, "# Report: doors") {
+		t.Fatalf("tasks/result: %+v %v", done, err)
+	}
+	row, err := rt.Store.Get(context.Background(), tk["taskId"].(string), "alice")
+	if err != nil || row.DriverName != "mcp-tasks-2026-07-28" {
+		t.Errorf("row %+v %v, want it on the extension driver", row.DriverName, err)
+	}
+}

@@ -134,6 +134,14 @@ func checkRevision(rev Revision) error {
 // (a *taskstore.ActiveTaskLimitError, a *taskstore.DuplicateError, a
 // driver's error), for the door to turn into a tool error result.
 func (s *Service) Submit(ctx context.Context, rev Revision, c Caller, sub task.SubmitRequest, ttl *int64) (json.RawMessage, error) {
+	return s.SubmitTool(ctx, rev, c, ordinary.Name, sub, ttl)
+}
+
+// SubmitTool is Submit for any durable tool: driver is the task driver
+// its calls run on (tasktools.DriverName), so a tool its own server runs as
+// an MCP task (either revision's dialect) is served in the caller's
+// revision like a submit tool.
+func (s *Service) SubmitTool(ctx context.Context, rev Revision, c Caller, driver string, sub task.SubmitRequest, ttl *int64) (json.RawMessage, error) {
 	if err := checkRevision(rev); err != nil {
 		return nil, err
 	}
@@ -141,7 +149,7 @@ func (s *Service) Submit(ctx context.Context, rev Revision, c Caller, sub task.S
 		return nil, fmt.Errorf("%w: ttl must not be negative", ErrInvalidParams)
 	}
 	sub.UserID, sub.ThreadID, sub.Secrets = c.UserID, threadOrDefault(c.ThreadID), c.Secrets
-	row, err := s.ts.Submit(ctx, ordinary.Name, sub)
+	row, err := s.ts.Submit(ctx, driver, sub)
 	if err != nil {
 		return nil, err
 	}

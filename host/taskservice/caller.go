@@ -56,7 +56,8 @@ func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json
 	}, call.RequestScopedHeaders)
 }
 
-// SpecCaller sends the 2025-11-25 task driver's requests through the tool
+// SpecCaller sends the spec task drivers' requests (2025-11-25 and the
+// 2026-07-28 extension) through the tool
 // cache: the task-augmented tools/call through the tool call chain (the
 // same interceptors as an agent's call), tasks/* through the credential
 // layers, each on the owner's stdio session or on the task's streamable
@@ -80,7 +81,7 @@ func (c SpecCaller) Call(ctx context.Context, call spectasks.Call) (spectasks.Re
 	}
 	var raw json.RawMessage
 	if call.Method == spectasks.MethodCallTool {
-		req.Arguments, req.Task = call.Arguments, call.Task
+		req.Arguments, req.Task, req.Meta = call.Arguments, call.Task, call.Meta
 		if call.RequestScoped {
 			req.Secrets = call.Secrets
 		}

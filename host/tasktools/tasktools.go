@@ -120,9 +120,15 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.R
 		t.log.Warn("MCP task submit failed", "server", tool.Server, "user", call.UserID, "error", dispatch.Redact(err.Error()))
 		return ErrorResult(SubmitFailure(err)), nil
 	}
-	return StructuredResult(map[string]any{
+	out := map[string]any{
 		"task_id": row.ID, "task_name": row.TaskName, "status": row.Status, "message": "Task is running in the background.",
-	}), nil
+	}
+	if row.Status == string(task.StatusCompleted) && row.Result != nil {
+		// A server of the 2026-07-28 tasks extension answered the call
+		// without a task: the result is here at once.
+		out["message"], out["result"] = "Task completed at once.", row.Result
+	}
+	return StructuredResult(out), nil
 }
 
 // SubmitRequest is the durable task a call of tool (a task_toolset submit
@@ -149,8 +155,11 @@ func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitReques
 
 // DriverName is the task driver of a durable tool (see SubmitRequest).
 func DriverName(tool toolcache.Tool) string {
-	if tool.TaskToolset != nil {
+	switch {
+	case tool.TaskToolset != nil:
 		return ordinary.Name
+	case tool.TaskExtension:
+		return spectasks.ExtensionName
 	}
 	return spectasks.Name
 }

@@ -712,7 +712,10 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		tools    []upstream.Tool
 		// tasks: the server declared tasks.requests.tools.call.
 		tasks bool
-		err   error
+		// taskExt: the server speaks 2026-07-28 and declared the tasks
+		// extension (it decides per call whether to answer with a task).
+		taskExt bool
+		err     error
 	}
 	results := make([]result, len(servers))
 	var wg sync.WaitGroup
@@ -741,7 +744,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 				results[i].err = err
 				return
 			}
-			results[i] = result{conn: conn, tools: tools, tasks: conn.ServesToolTasks()}
+			results[i] = result{conn: conn, tools: tools, tasks: conn.ServesToolTasks(), taskExt: conn.ServesTaskExtension()}
 			if srv.IsStdio() {
 				// Discovery only lists: calls get a session of their own
 				// thread from the pool.
@@ -838,8 +841,16 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 			if r := srv.EffectiveRouting(ut.Name); r.Mode != config.RoutingOff {
 				t.Routing = &r
 			}
-			if !bound && opts.SpecTasks && r.tasks && srv.SpecTasksEnabled() && ut.TaskSupport() != "forbidden" {
+			specTasks := !bound && opts.SpecTasks && srv.SpecTasksEnabled()
+			if specTasks && r.taskExt {
+				// 2026-07-28: the server decides per call, so every call is a
+				// durable task, one answered inline completes at once.
+				t.TaskExtension = true
+			}
+			if specTasks && !r.taskExt && r.tasks && ut.TaskSupport() != "forbidden" {
 				t.TaskSupport, t.TaskTTL = ut.TaskSupport(), srv.SpecTaskTTL
+			}
+			if t.TaskSupport != "" || t.TaskExtension {
 				contract := "Runs as a durable background task; returns an Antler task ID immediately and status polling is handled automatically."
 				if t.Description == "" {
 					t.Description = contract

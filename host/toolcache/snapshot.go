@@ -49,11 +49,17 @@ type Tool struct {
 	// TaskTTL is the ttl asked for such a tool's tasks (the server's
 	// spec_task_ttl_seconds; zero: the server's default).
 	TaskTTL time.Duration `json:"-"`
+	// TaskExtension is set when the tool's server speaks 2026-07-28 and
+	// declared the tasks extension (io.modelcontextprotocol/tasks), and
+	// Antler runs its calls as durable tasks: the server decides per call
+	// whether to answer with a task.
+	TaskExtension bool `json:"task_extension,omitempty"`
 }
 
 // IsDurable reports whether calling the tool submits a durable task (a
-// task_toolsets submit tool, or a tool its server runs as an MCP task).
-func (t Tool) IsDurable() bool { return t.TaskToolset != nil || t.TaskSupport != "" }
+// task_toolsets submit tool, or a tool its server runs as an MCP task, in
+// either revision's dialect).
+func (t Tool) IsDurable() bool { return t.TaskToolset != nil || t.TaskSupport != "" || t.TaskExtension }
 
 // Server states reported on /api/mcp/servers.
 const (

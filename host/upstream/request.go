@@ -69,6 +69,12 @@ func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, 
 			}
 			header.Set(k, v)
 		}
+		if name, ok := taskHeaderName(method, params); ok {
+			if header == nil {
+				header = http.Header{}
+			}
+			header.Set(mcp.HeaderName, name)
+		}
 	}
 	// mcp-go numbers its requests; a string id cannot collide with them.
 	req := transport.JSONRPCRequest{
@@ -308,6 +314,48 @@ func (c *Conn) cancelled(ctx context.Context, id mcp.RequestId) {
 		defer cancel()
 		_ = c.wire.SendNotification(sctx, n)
 	}()
+}
+
+// taskHeaderName is the Mcp-Name header of a request of the tasks
+// extension (tasks/get, tasks/update, tasks/cancel): its params.taskId,
+// encoded as the standard headers are, so intermediaries can route the
+// request to the instance that holds the task. mcp-go derives Mcp-Name for
+// tools/call, prompts/get and resources/read only.
+func taskHeaderName(method string, params json.RawMessage) (string, bool) {
+	switch method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		return "", false
+	}
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.TaskID == "" {
+		return "", false
+	}
+	return mcp.EncodeHeaderValue(p.TaskID)
+}
+
+// TaskExtension is the identifier of the 2026-07-28 tasks extension, which
+// a server declares under capabilities.extensions.
+const TaskExtension = "io.modelcontextprotocol/tasks"
+
+// ServesTaskExtension reports whether the connection speaks 2026-07-28 (or
+// later) and the server declared the tasks extension
+// (capabilities.extensions["io.modelcontextprotocol/tasks"]): any
+// tools/call that declares the extension may then be answered with a task.
+func (c *Conn) ServesTaskExtension() bool {
+	if !mcp.IsModernProtocol(c.protocol) {
+		return false
+	}
+	var caps struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(c.capabilities, &caps) != nil {
+		return false
+	}
+	v, ok := caps.Extensions[TaskExtension]
+	return ok && string(v) != "null"
 }
 
 // Capabilities is the server's capabilities object as it sent it (from

@@ -25,6 +25,7 @@ import (
 const (
 	demoPackage    = "./examples/mcpserver/demo"
 	reportsPackage = "./examples/mcpserver/reports"
+	tasksPackage   = "./examples/mcpserver/tasks2026"
 )
 
 // Timeouts for StartHTTP: how long the server may take to announce its
@@ -47,7 +48,7 @@ type binary struct {
 	err  error
 }
 
-var demoBin, reportsBin binary
+var demoBin, reportsBin, tasksBin binary
 
 // Build compiles the demo MCP server and returns the path of the binary. The
 // first call in a test process builds it into a fresh directory under the
@@ -63,6 +64,13 @@ func Build(t testing.TB) string {
 func BuildReports(t testing.TB) string {
 	t.Helper()
 	return reportsBin.get(t, reportsPackage)
+}
+
+// BuildTasks2026 compiles the 2026-07-28 tasks extension server
+// (examples/mcpserver/tasks2026) like Build.
+func BuildTasks2026(t testing.TB) string {
+	t.Helper()
+	return tasksBin.get(t, tasksPackage)
 }
 
 func (b *binary) get(t testing.TB, pkg string) string {

@@ -1,7 +1,7 @@
 // Package testtask builds a real durable task runtime for tests: the tool
 // cache over a config file, a SQLite task store and the task service with
-// the ordinary and the 2025-11-25 spec tasks drivers, every part closed when
-// the test ends.
+// the ordinary driver and both spec tasks drivers (2025-11-25 and the
+// 2026-07-28 extension), every part closed when the test ends.
 package testtask
 
 import (
@@ -52,6 +52,10 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	}
 	spec := spectasks.New(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: cfg.MaxPollBackoff()})
 	if err := drivers.Register(spectasks.Name, spec); err != nil {
+		t.Fatal(err)
+	}
+	ext := spectasks.NewExtension(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: cfg.MaxPollBackoff()})
+	if err := drivers.Register(spectasks.ExtensionName, ext); err != nil {
 		t.Fatal(err)
 	}
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})

@@ -47,6 +47,9 @@ type Options struct {
 	// StreamableHTTP are extra options for the streamable HTTP transport,
 	// applied after the endpoint, server and context options.
 	StreamableHTTP []server.StreamableHTTPOption
+	// WrapHTTP, when set, wraps the streamable HTTP handler (a server that
+	// answers some methods itself, before mcp-go).
+	WrapHTTP func(http.Handler) http.Handler
 }
 
 // Main is an example server's command line: parse the flags (help exits 0,
@@ -112,8 +115,12 @@ func serveHTTP(ctx context.Context, srv *server.MCPServer, o Options) error {
 		}
 		opts = append(opts, o.StreamableHTTP...)
 		h := server.NewStreamableHTTPServer(srv, opts...)
+		var handler http.Handler = h
+		if o.WrapHTTP != nil {
+			handler = o.WrapHTTP(h)
+		}
 		mux := http.NewServeMux()
-		mux.Handle("/mcp", h)
+		mux.Handle("/mcp", handler)
 		httpSrv.Handler = mux
 		shutdown = h.Shutdown
 	case SSE:

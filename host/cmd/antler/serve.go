@@ -235,6 +235,11 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		store.Close()
 		return nil, nil, err
 	}
+	ext := spectasks.NewExtension(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: st.MCPTasks.Config.MaxPollBackoff()})
+	if err := drivers.Register(spectasks.ExtensionName, ext); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
 	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log}
 	if n := st.MCPTasks.Notifications; n.WebhookURL != "" {
 		opts.Notifier = &tasknotify.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}

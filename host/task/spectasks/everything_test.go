@@ -220,6 +220,9 @@ func host(t *testing.T, config, dbPath string) hostParts {
 	if err := drivers.Register(spectasks.Name, spectasks.New(taskservice.SpecCaller{Cache: cache}, spectasks.Options{})); err != nil {
 		t.Fatal(err)
 	}
+	if err := drivers.Register(spectasks.ExtensionName, spectasks.NewExtension(taskservice.SpecCaller{Cache: cache}, spectasks.Options{})); err != nil {
+		t.Fatal(err)
+	}
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: testtask.FastConfig()})
 	t.Cleanup(svc.Stop)
 	return hostParts{cache: cache, store: store, svc: svc}

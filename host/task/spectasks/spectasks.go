@@ -81,6 +81,9 @@ type Call struct {
 	Tool      string
 	Arguments json.RawMessage
 	Task      json.RawMessage
+	// Meta is a tools/call's _meta fields (the 2026-07-28 driver declares
+	// the tasks extension in it); nil for none.
+	Meta map[string]any
 	// Params are a tasks/* request's params.
 	Params json.RawMessage
 	// Session is the streamable HTTP session to send on ("" for the
@@ -131,23 +134,31 @@ type Options struct {
 // Driver is the 2025-11-25 tasks driver. It keeps no state between calls:
 // everything a task needs is in its reference.
 type Driver struct {
-	caller   Caller
-	min, max time.Duration
+	caller Caller
+	polls  pollBounds
+}
+
+// pollBounds bound a server's poll interval hint.
+type pollBounds struct{ min, max time.Duration }
+
+// newPollBounds applies the defaults of Options.
+func newPollBounds(opts Options) pollBounds {
+	b := pollBounds{min: opts.MinPollInterval, max: opts.MaxPollInterval}
+	if b.min <= 0 {
+		b.min = time.Second
+	}
+	if b.max <= 0 {
+		b.max = 5 * time.Minute
+	}
+	b.max = max(b.max, b.min)
+	return b
 }
 
 var _ task.Driver = (*Driver)(nil)
 
 // New returns a driver that sends through caller.
 func New(caller Caller, opts Options) *Driver {
-	d := &Driver{caller: caller, min: opts.MinPollInterval, max: opts.MaxPollInterval}
-	if d.min <= 0 {
-		d.min = time.Second
-	}
-	if d.max <= 0 {
-		d.max = 5 * time.Minute
-	}
-	d.max = max(d.max, d.min)
-	return d
+	return &Driver{caller: caller, polls: newPollBounds(opts)}
 }
 
 // remoteTask is the spec's Task object.
@@ -219,8 +230,15 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 }
 
 // Status polls the task with tasks/get and, once it is completed or
-// failed, takes its outcome with tasks/result.
+// failed, takes its outcome with tasks/result. The remote task id is cut
+// from the error texts (agents know only the local id), as in every
+// driver.
 func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+	s, err := d.status(ctx, ref)
+	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
+}
+
+func (d *Driver) status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
 	rt, err := d.taskRequest(ctx, ref, MethodGet)
 	if err != nil {
 		return task.Snapshot{}, err
@@ -233,6 +251,11 @@ func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot,
 // ended; a server that still reports it running after the request makes a
 // retryable error.
 func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+	s, err := d.cancel(ctx, ref)
+	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
+}
+
+func (d *Driver) cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
 	rt, err := d.taskRequest(ctx, ref, MethodCancel)
 	var rpc *RPCError
 	if errors.As(err, &rpc) && rpc.Code == CodeInvalidParams {
@@ -302,14 +325,14 @@ func (d *Driver) send(ctx context.Context, ref task.Reference, method string) (j
 func (d *Driver) snapshot(ctx context.Context, ref task.Reference, rt remoteTask) (task.Snapshot, error) {
 	switch rt.Status {
 	case "working":
-		return task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: d.pollHint(rt.PollInterval)}, nil
+		return task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: d.polls.hint(rt.PollInterval)}, nil
 	case "input_required":
 		msg := rt.StatusMessage
 		if msg == "" {
 			msg = "The remote MCP task needs input."
 		}
 		payload, _ := json.Marshal(map[string]string{"message": msg})
-		return task.Snapshot{Status: task.StatusInputRequired, InputRequired: payload, PollAfterSeconds: d.pollHint(rt.PollInterval)}, nil
+		return task.Snapshot{Status: task.StatusInputRequired, InputRequired: payload, PollAfterSeconds: d.polls.hint(rt.PollInterval)}, nil
 	case "cancelled":
 		return task.Snapshot{Status: task.StatusCancelled, Error: rt.StatusMessage}, nil
 	case "completed", "failed":
@@ -354,9 +377,9 @@ func (d *Driver) outcome(ctx context.Context, ref task.Reference, rt remoteTask)
 	return task.Snapshot{Status: task.StatusCompleted, Result: withoutRelatedTask(reply.Result)}, nil
 }
 
-// pollHint is the server's pollInterval (milliseconds) in seconds, bounded
-// by the driver's options; nil without a usable hint.
-func (d *Driver) pollHint(ms *float64) *float64 {
+// hint is the server's poll interval (milliseconds) in seconds, bounded;
+// nil without a usable hint.
+func (d pollBounds) hint(ms *float64) *float64 {
 	if ms == nil || *ms <= 0 {
 		return nil
 	}

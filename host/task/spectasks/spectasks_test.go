@@ -60,103 +60,194 @@ func getTask(status, msg string, poll any) string {
 
 func seconds(v float64) *float64 { return &v }
 
-// TestStatusMapping is the 2025-11-25 mapping: each remote status, the
-// result tasks/result returns for a terminal one, and the errors.
+// remote is what a server reports about task r1, in neither dialect's
+// words: each dialect's script is built from it (see dialects).
+type remote struct {
+	status, msg string
+	poll        any // the poll interval hint, ms (nil: none)
+	// result is the call's CallToolResult once it has ended; callErr the
+	// JSON-RPC error it ended with instead.
+	result  string
+	callErr *spectasks.RPCError
+	// getErr fails the poll itself; raw replaces the task the poll answers.
+	getErr error
+	raw    string
+}
+
+// dialect is one spec task driver and how its server would say a remote.
+type dialect struct {
+	name    string
+	driver  func(spectasks.Caller) task.Driver
+	answers func(remote) map[string]answer
+	// methods are the requests a status poll of r takes.
+	methods func(remote) []string
+	// params are the params a task request of r1 must carry.
+	params string
+}
+
+var dialects = []dialect{
+	{name: "2025-11-25",
+		driver: func(c spectasks.Caller) task.Driver {
+			return spectasks.New(c, spectasks.Options{MinPollInterval: time.Second, MaxPollInterval: 300 * time.Second})
+		},
+		answers: func(r remote) map[string]answer {
+			a := map[string]answer{"tasks/get": {result: getTask(r.status, r.msg, r.poll)}}
+			switch {
+			case r.getErr != nil:
+				a["tasks/get"] = answer{err: r.getErr}
+			case r.raw != "":
+				a["tasks/get"] = answer{result: r.raw}
+			}
+			switch {
+			case r.callErr != nil:
+				a["tasks/result"] = answer{err: r.callErr}
+			case r.result != "":
+				a["tasks/result"] = answer{result: withRelatedTask(r.result)}
+			}
+			return a
+		},
+		methods: func(r remote) []string {
+			if r.getErr == nil && r.raw == "" && (r.status == "completed" || r.status == "failed") {
+				return []string{"tasks/get", "tasks/result"}
+			}
+			return []string{"tasks/get"}
+		},
+		params: `{"taskId":"r1"}`,
+	},
+	{name: "2026-07-28",
+		driver: func(c spectasks.Caller) task.Driver {
+			return spectasks.NewExtension(c, spectasks.Options{MinPollInterval: time.Second, MaxPollInterval: 300 * time.Second})
+		},
+		answers: func(r remote) map[string]answer {
+			switch {
+			case r.getErr != nil:
+				return map[string]answer{"tasks/get": {err: r.getErr}}
+			case r.raw != "":
+				return map[string]answer{"tasks/get": {result: r.raw}}
+			}
+			return map[string]answer{"tasks/get": {result: detailedTask(r)}}
+		},
+		methods: func(remote) []string { return []string{"tasks/get"} },
+		params:  `{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"taskId":"r1"}`,
+	},
+}
+
+// withRelatedTask adds the related-task _meta a 2025-11-25 tasks/result
+// carries.
+func withRelatedTask(result string) string {
+	return `{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"r1"}},` + strings.TrimPrefix(result, "{")
+}
+
+// detailedTask is r as a 2026-07-28 tasks/get answers it: the outcome
+// inlined, pollIntervalMs and ttlMs.
+func detailedTask(r remote) string {
+	m := map[string]any{"resultType": "complete", "taskId": "r1", "status": r.status, "statusMessage": r.msg, "pollIntervalMs": r.poll,
+		"createdAt": "2026-07-28T00:00:00Z", "lastUpdatedAt": "2026-07-28T00:00:00Z", "ttlMs": 60000}
+	if r.result != "" {
+		m["result"] = json.RawMessage(r.result)
+	}
+	if r.callErr != nil {
+		m["error"] = map[string]any{"code": r.callErr.Code, "message": r.callErr.Message}
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestStatusMapping is the one table of both spec dialects: each remote
+// status, the outcome of an ended call, and the errors, mapped to the
+// normalised model. Where the revisions disagree (an isError result) each
+// has its want; cases one dialect cannot express are marked only.
 func TestStatusMapping(t *testing.T) {
-	report := `{"content":[{"type":"text","text":"report"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"r1"}}}`
+	report := `{"content":[{"type":"text","text":"report"}]}`
+	quota := `{"content":[{"type":"text","text":"quota exceeded"}],"isError":true}`
 	tests := []struct {
 		name      string
-		answers   map[string]answer
+		remote    remote
 		want      task.Snapshot
-		permanent bool   // a *task.ProtocolError (the task fails for good)
-		retryable bool   // any other error
-		errHas    string // in the error's text
-		methods   []string
+		want2026  *task.Snapshot // the 2026-07-28 mapping, where it differs
+		only      string         // the one dialect the case exists in
+		permanent bool           // a *task.ProtocolError (the task fails for good)
+		retryable bool           // any other error
+		errHas    string         // in the error's text
 	}{
-		{name: "working with a poll hint",
-			answers: map[string]answer{"tasks/get": {result: getTask("working", "Gathering sources...", 2500)}},
-			want:    task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(2.5)}, methods: []string{"tasks/get"}},
-		{name: "working, a hint below the floor",
-			answers: map[string]answer{"tasks/get": {result: getTask("working", "", 10)}},
-			want:    task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(1)}, methods: []string{"tasks/get"}},
-		{name: "working, a hint above the ceiling",
-			answers: map[string]answer{"tasks/get": {result: getTask("working", "", 86400000)}},
-			want:    task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(300)}, methods: []string{"tasks/get"}},
-		{name: "working without a hint",
-			answers: map[string]answer{"tasks/get": {result: getTask("working", "", nil)}},
-			want:    task.Snapshot{Status: task.StatusWorking}, methods: []string{"tasks/get"}},
-		{name: "input_required carries the status message",
-			answers: map[string]answer{"tasks/get": {result: getTask("input_required", "Which python?", 1000)}},
-			want:    task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"message":"Which python?"}`), PollAfterSeconds: seconds(1)},
-			methods: []string{"tasks/get"}},
-		{name: "completed takes the result, without the related-task _meta",
-			answers: map[string]answer{"tasks/get": {result: getTask("completed", "", nil)}, "tasks/result": {result: report}},
-			want:    task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`{"content":[{"type":"text","text":"report"}]}`)},
-			methods: []string{"tasks/get", "tasks/result"}},
-		{name: "completed with an isError result fails",
-			answers: map[string]answer{"tasks/get": {result: getTask("completed", "", nil)},
-				"tasks/result": {result: `{"content":[{"type":"text","text":"quota exceeded"}],"isError":true}`}},
-			want:    task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: quota exceeded"},
-			methods: []string{"tasks/get", "tasks/result"}},
-		{name: "failed with the tool's error text",
-			answers: map[string]answer{"tasks/get": {result: getTask("failed", "boom", nil)},
-				"tasks/result": {result: `{"content":[{"type":"text","text":"disk full"}],"isError":true}`}},
-			want:    task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: disk full"},
-			methods: []string{"tasks/get", "tasks/result"}},
-		{name: "failed, no text: the status message",
-			answers: map[string]answer{"tasks/get": {result: getTask("failed", "worker crashed", nil)},
-				"tasks/result": {result: `{"content":[],"isError":true}`}},
-			want: task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: worker crashed"}},
-		{name: "failed with the call's JSON-RPC error",
-			answers: map[string]answer{"tasks/get": {result: getTask("failed", "", nil)},
-				"tasks/result": {err: &spectasks.RPCError{Code: -32602, Message: "topic is required"}}},
+		{name: "working with a poll hint", remote: remote{status: "working", msg: "Gathering sources...", poll: 2500},
+			want: task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(2.5)}},
+		{name: "working, a hint below the floor", remote: remote{status: "working", poll: 10},
+			want: task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(1)}},
+		{name: "working, a hint above the ceiling", remote: remote{status: "working", poll: 86400000},
+			want: task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(300)}},
+		{name: "working without a hint", remote: remote{status: "working"},
+			want: task.Snapshot{Status: task.StatusWorking}},
+		{name: "input_required carries the status message", only: "2025-11-25", remote: remote{status: "input_required", msg: "Which python?", poll: 1000},
+			want: task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"message":"Which python?"}`), PollAfterSeconds: seconds(1)}},
+		{name: "completed takes the result, without protocol fields", remote: remote{status: "completed", result: report},
+			want: task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(report)}},
+		{name: "completed with an isError result", remote: remote{status: "completed", result: quota},
+			want:     task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: quota exceeded"},
+			want2026: &task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(quota)}},
+		{name: "failed with the tool's error text", only: "2025-11-25",
+			remote: remote{status: "failed", msg: "boom", result: `{"content":[{"type":"text","text":"disk full"}],"isError":true}`},
+			want:   task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: disk full"}},
+		{name: "failed, no text: the status message", only: "2025-11-25",
+			remote: remote{status: "failed", msg: "worker crashed", result: `{"content":[],"isError":true}`},
+			want:   task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: worker crashed"}},
+		{name: "failed with the call's JSON-RPC error", remote: remote{status: "failed", callErr: &spectasks.RPCError{Code: -32602, Message: "topic is required"}},
 			want: task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' failed: topic is required"}},
-		{name: "cancelled",
-			answers: map[string]answer{"tasks/get": {result: getTask("cancelled", "", nil)}},
-			want:    task.Snapshot{Status: task.StatusCancelled}, methods: []string{"tasks/get"}},
-		{name: "unknown task (-32602) fails for good",
-			answers:   map[string]answer{"tasks/get": {err: &spectasks.RPCError{Code: -32602, Message: "Task not found"}}},
+		{name: "cancelled", remote: remote{status: "cancelled", msg: "Cancelled by request"},
+			want: task.Snapshot{Status: task.StatusCancelled, Error: "Cancelled by request"}},
+		{name: "completed without its result", only: "2026-07-28", remote: remote{status: "completed"},
+			permanent: true, errHas: "without its result"},
+		{name: "unknown task (-32602) fails for good", remote: remote{getErr: &spectasks.RPCError{Code: -32602, Message: "Task not found"}},
 			permanent: true, errHas: "Task not found"},
-		{name: "an internal error (-32603) is retried",
-			answers:   map[string]answer{"tasks/get": {err: &spectasks.RPCError{Code: -32603, Message: "db down"}}},
+		{name: "the remote id is cut from errors", remote: remote{getErr: &spectasks.RPCError{Code: -32602, Message: "Task r1 not found"}},
+			permanent: true, errHas: "Task [remote task id] not found"},
+		{name: "and from a task's error", remote: remote{status: "cancelled", msg: "r1 was cancelled"},
+			want: task.Snapshot{Status: task.StatusCancelled, Error: "[remote task id] was cancelled"}},
+		{name: "an internal error (-32603) is retried", remote: remote{getErr: &spectasks.RPCError{Code: -32603, Message: "db down"}},
 			retryable: true, errHas: "db down"},
-		{name: "a transport failure is retried",
-			answers:   map[string]answer{"tasks/get": {err: errors.New("connection refused")}},
+		{name: "a transport failure is retried", remote: remote{getErr: errors.New("connection refused")},
 			retryable: true, errHas: "connection refused"},
-		{name: "a forgotten session fails for good",
-			answers:   map[string]answer{"tasks/get": {err: fmt.Errorf("404: %w", spectasks.ErrSessionGone)}},
+		{name: "a forgotten session fails for good", remote: remote{getErr: fmt.Errorf("404: %w", spectasks.ErrSessionGone)},
 			permanent: true, errHas: "Remote MCP task was lost"},
-		{name: "tasks/result failing in transport is retried",
-			answers:   map[string]answer{"tasks/get": {result: getTask("completed", "", nil)}, "tasks/result": {err: errors.New("reset")}},
+		{name: "tasks/result failing in transport is retried", only: "2025-11-25", remote: remote{status: "completed", callErr: nil, result: ""},
 			retryable: true},
-		{name: "another task's id",
-			answers:   map[string]answer{"tasks/get": {result: `{"taskId":"r2","status":"working"}`}},
+		{name: "another task's id", remote: remote{raw: `{"taskId":"r2","status":"working"}`},
 			permanent: true, errHas: "does not match"},
-		{name: "an unknown status",
-			answers:   map[string]answer{"tasks/get": {result: getTask("paused", "", nil)}},
+		{name: "an unknown status", remote: remote{status: "paused"},
 			permanent: true, errHas: `unknown status "paused"`},
-		{name: "a malformed task",
-			answers:   map[string]answer{"tasks/get": {result: `[1]`}},
+		{name: "a malformed task", remote: remote{raw: `[1]`},
 			permanent: true, errHas: "malformed"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := &script{answers: tt.answers}
-			d := spectasks.New(s, spectasks.Options{MinPollInterval: time.Second, MaxPollInterval: 300 * time.Second})
-			got, err := d.Status(context.Background(), ref())
-			checkErr(t, err, tt.permanent, tt.retryable, tt.errHas)
-			if err == nil {
-				checkSnapshot(t, got, tt.want)
+	for _, dl := range dialects {
+		for _, tt := range tests {
+			if tt.only != "" && tt.only != dl.name {
+				continue
 			}
-			if tt.methods != nil && strings.Join(s.methods(), ",") != strings.Join(tt.methods, ",") {
-				t.Errorf("methods = %v, want %v", s.methods(), tt.methods)
-			}
-			for _, c := range s.calls {
-				if c.Session != "s1" || c.UserID != "alice" || c.ThreadID != "t1" || c.RequestScoped || string(c.Params) != `{"taskId":"r1"}` {
-					t.Errorf("call %+v: want the task's session, owner and {taskId}, not request-scoped", c)
+			t.Run(dl.name+"/"+tt.name, func(t *testing.T) {
+				answers := dl.answers(tt.remote)
+				if tt.name == "tasks/result failing in transport is retried" {
+					answers["tasks/result"] = answer{err: errors.New("reset")}
 				}
-			}
-		})
+				s := &script{answers: answers}
+				got, err := dl.driver(s).Status(context.Background(), ref())
+				checkErr(t, err, tt.permanent, tt.retryable, tt.errHas)
+				want := tt.want
+				if tt.want2026 != nil && dl.name == "2026-07-28" {
+					want = *tt.want2026
+				}
+				if err == nil {
+					checkSnapshot(t, got, want)
+				}
+				if w := dl.methods(tt.remote); err == nil && strings.Join(s.methods(), ",") != strings.Join(w, ",") {
+					t.Errorf("methods = %v, want %v", s.methods(), w)
+				}
+				for _, c := range s.calls {
+					if c.Session != "s1" || c.UserID != "alice" || c.ThreadID != "t1" || c.RequestScoped || string(c.Params) != dl.params {
+						t.Errorf("call %+v (params %s): want the task's session, owner and %s, not request-scoped", c, c.Params, dl.params)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package ordinary
+package task
 
 import "testing"
 
@@ -13,8 +13,8 @@ func TestWithoutID(t *testing.T) {
 		{"keep all", "", "keep all"},
 		{"ééa1b2 a1b2é", "a1b2", "ééa1b2 a1b2é"},
 	} {
-		if got := withoutID(tc.s, tc.id); got != tc.want {
-			t.Errorf("withoutID(%q, %q) = %q, want %q", tc.s, tc.id, got, tc.want)
+		if got := WithoutRemoteID(tc.s, tc.id); got != tc.want {
+			t.Errorf("WithoutRemoteID(%q, %q) = %q, want %q", tc.s, tc.id, got, tc.want)
 		}
 	}
 }
