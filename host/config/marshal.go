@@ -112,6 +112,11 @@ func (s *Server) fileObject(keepAlias bool) *Object {
 		t.Set("submit_tool", ts.SubmitTool)
 		t.Set("status_tool", ts.StatusTool)
 		t.Set("cancel_tool", ts.CancelTool)
+		if len(ts.Driver) > 0 {
+			if dv, err := ParseJSON(ts.Driver); err == nil {
+				t.Set("driver", dv)
+			}
+		}
 		toolsets = append(toolsets, t)
 	}
 	o.Set("task_toolsets", toolsets)

@@ -17,6 +17,7 @@ import (
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/task/spectasks"
+	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -147,7 +148,7 @@ func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitReques
 // DriverName is the task driver of a durable tool (see SubmitRequest).
 func DriverName(tool toolcache.Tool) string {
 	if tool.TaskToolset != nil {
-		return ordinary.Name
+		return taskplugin.DriverName(tool.Server, tool.TaskToolset)
 	}
 	return spectasks.Name
 }

@@ -25,6 +25,7 @@ import (
 const (
 	demoPackage    = "./examples/mcpserver/demo"
 	reportsPackage = "./examples/mcpserver/reports"
+	jobsPackage    = "./examples/mcpserver/jobs"
 )
 
 // Timeouts for StartHTTP: how long the server may take to announce its
@@ -47,7 +48,7 @@ type binary struct {
 	err  error
 }
 
-var demoBin, reportsBin binary
+var demoBin, reportsBin, jobsBin binary
 
 // Build compiles the demo MCP server and returns the path of the binary. The
 // first call in a test process builds it into a fresh directory under the
@@ -63,6 +64,14 @@ func Build(t testing.TB) string {
 func BuildReports(t testing.TB) string {
 	t.Helper()
 	return reportsBin.get(t, reportsPackage)
+}
+
+// BuildJobs compiles the jobs server (numeric job ids and states, the
+// result fetched by a second tool; the plugin task driver example's
+// upstream) like Build.
+func BuildJobs(t testing.TB) string {
+	t.Helper()
+	return jobsBin.get(t, jobsPackage)
 }
 
 func (b *binary) get(t testing.TB, pkg string) string {

@@ -1,6 +1,7 @@
 // Package testtask builds a real durable task runtime for tests: the tool
 // cache over a config file, a SQLite task store and the task service with
-// the ordinary and the 2025-11-25 spec tasks drivers, every part closed when
+// the ordinary and the 2025-11-25 spec tasks drivers and the plugin drivers the
+// config names, every part closed when
 // the test ends.
 package testtask
 
@@ -13,6 +14,7 @@ import (
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/task/spectasks"
+	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -28,6 +30,8 @@ type Runtime struct {
 	Cache   *toolcache.Cache
 	Store   *taskstore.Store
 	Service *taskservice.Service
+	// Drivers are the plugin task drivers the config names (nil: none).
+	Drivers *taskplugin.Set
 }
 
 // New writes doc as the extensions_config.json of a new tool cache and
@@ -54,9 +58,18 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	if err := drivers.Register(spectasks.Name, spec); err != nil {
 		t.Fatal(err)
 	}
+	// Plugin drivers the config names are loaded as the host loads them.
+	var plugged *taskplugin.Set
+	if snap, err := cache.Load(context.Background()); err == nil && len(snap.TaskDrivers) > 0 {
+		plugged, err = taskplugin.Load(context.Background(), snap.TaskDrivers, taskservice.CacheCaller{Cache: cache}, &drivers, taskplugin.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(plugged.Close)
+	}
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
 	t.Cleanup(svc.Stop)
-	return &Runtime{Cache: cache, Store: store, Service: svc}
+	return &Runtime{Cache: cache, Store: store, Service: svc, Drivers: plugged}
 }
 
 // FastConfig is the runtime's default config, enabled, polling every second.
