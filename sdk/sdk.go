@@ -178,7 +178,9 @@ func (d *Dispatcher) Result(in []byte) []byte {
 // Task runs one task-driver entry point ("submit", "status" or "cancel").
 func (d *Dispatcher) Task(op string, in []byte) []byte {
 	d.enc.Reset()
-	fail := func(msg string) abi.TaskDriverResponse { return abi.TaskDriverResponse{Error: msg} }
+	// A driver that panics or gets a request it cannot read is broken, not
+	// the task: the host retries the call instead of failing the task.
+	fail := func(msg string) abi.TaskDriverResponse { return abi.TaskDriverResponse{Error: msg, Retryable: true} }
 	var out abi.TaskDriverResponse
 	switch {
 	case handlers.tasks == nil:
