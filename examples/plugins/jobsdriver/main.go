@@ -120,10 +120,9 @@ func poll(ref *abi.TaskReference, role, fallback string) abi.TaskDriverResponse 
 		return *fail
 	}
 	var st struct {
-		Job    int64   `json:"job"`
-		State  *int    `json:"state"`
-		Reason string  `json:"reason"`
-		Steps  float64 `json:"steps"`
+		Job    int64  `json:"job"`
+		State  *int   `json:"state"`
+		Reason string `json:"reason"`
 	}
 	if json.Unmarshal(sc, &st) != nil || st.State == nil || st.Job != job {
 		return abi.TaskDriverResponse{Error: "the job's state answer does not match the job"}
