@@ -4,16 +4,19 @@
 // the status answer but fetched by a second tool. Antler runs it as durable
 // tasks through a plugin task driver (examples/plugins/jobsdriver).
 //
-//	enqueue    {payload, steps?}  → {job: 7}
+//	enqueue    {payload, steps?, state_delay_ms?}  → {job: 7}
 //	job_state  {job}              → {job, state, progress, steps, reason?}
 //	job_output {job}              → {job, output}       (state 2 only; else isError)
 //	abort_job  {job}              → {job, state}
-//	job_stats  {}                 → {enqueued, state_calls, output_calls, abort_calls}
+//	job_stats  {}                 → {enqueued, state_calls, output_calls, abort_calls,
+//	                                 max_concurrent_state, state_calls_per_job}
 //
 // States: 0 queued, 1 running, 2 done, 3 failed, 4 aborted. A job advances
 // one step per job_state call (no clocks, so tests are deterministic): queued
 // on the first, running until steps calls, then done; a payload of "fail"
-// ends failed with a reason. steps defaults to 2.
+// ends failed with a reason. steps defaults to 2. state_delay_ms makes each
+// job_state call of the job take that long, so job_stats can tell whether
+// two callers ever polled one job at once (max_concurrent_state).
 //
 // Usage: jobs [-transport stdio|http|sse] [-listen 127.0.0.1:0]
 //
@@ -29,6 +32,7 @@ import (
 	"log"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -45,7 +49,10 @@ const (
 	stateAborted = 4
 )
 
-const maxSteps = 1000
+const (
+	maxSteps        = 1000
+	maxStateDelayMS = 10_000
+)
 
 type config struct{ transport, listen string }
 
@@ -75,10 +82,14 @@ func run(ctx context.Context, cfg config, stdin io.Reader, stdout io.Writer, log
 
 // job is one queued job.
 type job struct {
-	payload  string
-	steps    int
-	progress int
-	state    int
+	payload    string
+	steps      int
+	progress   int
+	state      int
+	delay      time.Duration
+	inState    int // job_state calls in flight
+	maxInState int
+	stateCalls int
 }
 
 // board holds the jobs and the call counters.
@@ -118,10 +129,14 @@ func (b *board) enqueue(_ context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	if steps < 1 || steps > maxSteps {
 		return mcp.NewToolResultError(fmt.Sprintf("steps must be between 1 and %d", maxSteps)), nil
 	}
+	delay := req.GetInt("state_delay_ms", 0)
+	if delay < 0 || delay > maxStateDelayMS {
+		return mcp.NewToolResultError(fmt.Sprintf("state_delay_ms must be between 0 and %d", maxStateDelayMS)), nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.next++
-	b.jobs[b.next] = &job{payload: payload, steps: steps}
+	b.jobs[b.next] = &job{payload: payload, steps: steps, delay: time.Duration(delay) * time.Millisecond}
 	return structured(map[string]any{"job": b.next}), nil
 }
 
@@ -135,13 +150,25 @@ func (b *board) find(req mcp.CallToolRequest) (int, *job, *mcp.CallToolResult) {
 	return n, j, nil
 }
 
-func (b *board) state(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (b *board) state(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stateCalls++
 	n, j, bad := b.find(req)
 	if bad != nil {
 		return bad, nil
+	}
+	j.stateCalls++
+	if j.delay > 0 {
+		j.inState++
+		j.maxInState = max(j.maxInState, j.inState)
+		b.mu.Unlock()
+		select {
+		case <-time.After(j.delay):
+		case <-ctx.Done():
+		}
+		b.mu.Lock()
+		j.inState--
 	}
 	if j.state == stateQueued || j.state == stateRunning {
 		j.progress++
@@ -192,5 +219,11 @@ func (b *board) abort(_ context.Context, req mcp.CallToolRequest) (*mcp.CallTool
 func (b *board) stats(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return structured(map[string]any{"enqueued": b.next, "state_calls": b.stateCalls, "output_calls": b.outputCalls, "abort_calls": b.abortCall}), nil
+	maxIn, perJob := 0, map[string]int{}
+	for n, j := range b.jobs {
+		maxIn = max(maxIn, j.maxInState)
+		perJob[fmt.Sprint(n)] = j.stateCalls
+	}
+	return structured(map[string]any{"enqueued": b.next, "state_calls": b.stateCalls, "output_calls": b.outputCalls,
+		"abort_calls": b.abortCall, "max_concurrent_state": maxIn, "state_calls_per_job": perJob}), nil
 }
