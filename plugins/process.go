@@ -259,9 +259,17 @@ func (p *process) call(ctx context.Context, export, _ string, in []byte) ([]byte
 	}
 	var out []byte
 	if err := conn.Invoke(cctx, method, &in, &out, grpc.ForceCodec(rawCodec{})); err != nil {
+		// A task driver that overran its deadline is stopped: it may be
+		// stuck (a loop holding its one call slot), and every later call
+		// would time out behind it. It restarts after a backoff.
+		hung := p.serveHost && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 		p.mu.Lock()
-		if p.client != nil && p.client.Exited() {
-			p.log.Warn("plugin process exited; it will be restarted on next use")
+		if p.client != nil && (hung || p.client.Exited()) {
+			if hung {
+				p.log.Warn("task driver process overran its deadline; stopping it, it will be restarted on next use")
+			} else {
+				p.log.Warn("plugin process exited; it will be restarted on next use")
+			}
 			p.client.Kill()
 			p.client, p.conn, p.broker, p.brokerID = nil, nil, nil, 0
 			p.noteFailure()

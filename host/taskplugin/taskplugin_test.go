@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,9 +194,18 @@ func TestHostileDriverFailsClosed(t *testing.T) {
 	for _, c := range carriers {
 		for _, mode := range []string{"loop", "exit", "garbage", "foreign", "panic"} {
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
+				t.Parallel() // each case mostly waits out poll backoffs
 				r := newRig(t, c.entry(t, hostileDriver, 500))
 				id := r.submit(`{"mode": "` + mode + `"}`)
+				pid := r.rt.Drivers.Drivers()[0].Plugin().PID()
 				d := r.until(id, func(d map[string]any) bool { return d["tracking_degraded"] == true || terminal(d) })
+				if c.name == "process" && (mode == "loop" || mode == "exit") {
+					// The stuck or dead process is gone, not left spinning;
+					// the next call starts another.
+					if err := syscall.Kill(pid, 0); pid == 0 || err == nil {
+						t.Errorf("process %d that served the submit still runs after failing its polls (%v)", pid, err)
+					}
+				}
 				if d["status"] != "working" || d["result"] != nil || d["last_poll_error"] == nil {
 					t.Errorf("task after failed polls = %v, want still working, no result, a poll error", d)
 				}

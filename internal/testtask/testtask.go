@@ -9,6 +9,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/antler-mcp/antler/host/task"
@@ -61,7 +62,8 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	// Plugin drivers the config names are loaded as the host loads them.
 	var plugged *taskplugin.Set
 	if snap, err := cache.Load(context.Background()); err == nil && len(snap.TaskDrivers) > 0 {
-		plugged, err = taskplugin.Load(context.Background(), snap.TaskDrivers, taskservice.CacheCaller{Cache: cache}, &drivers, taskplugin.Options{})
+		plugged, err = taskplugin.Load(context.Background(), snap.TaskDrivers, taskservice.CacheCaller{Cache: cache}, &drivers,
+			taskplugin.Options{CacheDir: compileCacheDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +72,19 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
 	t.Cleanup(svc.Stop)
 	return &Runtime{Cache: cache, Store: store, Service: svc, Drivers: plugged}
+}
+
+// compiled is one Wasm compilation cache for every runtime of the test
+// process: compiling a Go guest takes seconds, and tests load the same
+// driver many times.
+var compiled struct {
+	once sync.Once
+	dir  string
+}
+
+func compileCacheDir() string {
+	compiled.once.Do(func() { compiled.dir, _ = os.MkdirTemp("", "antler-driver-cache-") }) // "" on error: memory
+	return compiled.dir
 }
 
 // FastConfig is the runtime's default config, enabled, polling every second.
