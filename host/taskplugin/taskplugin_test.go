@@ -46,7 +46,7 @@ type processBuild struct {
 
 // buildProcess compiles a driver folder as a process plugin, once per test
 // process.
-func buildProcess(t *testing.T, dir string) string {
+func buildProcess(t testing.TB, dir string) string {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
