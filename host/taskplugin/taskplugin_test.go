@@ -187,12 +187,13 @@ func TestExampleDriverThroughTheGateway(t *testing.T) {
 }
 
 // TestHostileDriverFailsClosed runs a driver that loops, dies, answers
-// nonsense, panics or calls a server its task is not bound to: every poll
+// nonsense, panics, or calls a server its task is not bound to, as another
+// user or with the agent's per-request credentials: every poll
 // fails (retryably, recorded as the task's poll error) and the task stays
-// active with nothing written; the other server never sees a call.
+// active with nothing written; no refused call reaches a server.
 func TestHostileDriverFailsClosed(t *testing.T) {
 	for _, c := range carriers {
-		for _, mode := range []string{"loop", "exit", "garbage", "foreign", "panic"} {
+		for _, mode := range []string{"loop", "exit", "garbage", "foreign", "user", "headers", "panic"} {
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				t.Parallel() // each case mostly waits out poll backoffs
 				r := newRig(t, c.entry(t, hostileDriver, 500))
@@ -212,10 +213,12 @@ func TestHostileDriverFailsClosed(t *testing.T) {
 				if msg := fmt.Sprint(d["last_poll_error"]); !strings.Contains(msg, "MCP task driver") {
 					t.Errorf("poll error %q does not name the driver", msg)
 				}
-				if mode == "foreign" {
-					_, res := r.do("POST", "/api/mcp/tools/other_job_stats/call", `{"arguments": {}, "thread_id": "t1"}`)
-					if sc, _ := res["structuredContent"].(map[string]any); sc["enqueued"] != float64(0) {
-						t.Errorf("other server's stats = %v, want no job enqueued by the driver", res)
+				// A refused call_tool never reached a server: "other" has no
+				// job, "jobs" only the one submit enqueued.
+				for server, want := range map[string]float64{"other": 0, "jobs": 1} {
+					_, res := r.do("POST", "/api/mcp/tools/"+server+"_job_stats/call", `{"arguments": {}, "thread_id": "t1"}`)
+					if sc, _ := res["structuredContent"].(map[string]any); sc["enqueued"] != want {
+						t.Errorf("%s server's stats = %v, want %v jobs enqueued", server, res, want)
 					}
 				}
 			})
