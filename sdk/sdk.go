@@ -39,7 +39,12 @@ type InterceptFunc func(req *Request) Response
 // ResultFunc handles one result.
 type ResultFunc func(req *ResultRequest) ResultResponse
 
-// TaskDriver implements a durable task protocol over upstream tools.
+// TaskDriver implements a durable task protocol over upstream tools (see
+// abi/README.md, "Task drivers"). It reaches the upstream only through
+// CallTool, which the host scopes to the task's server, user and thread;
+// what it must remember about a task goes in driver_data (a JSON object of
+// strings the host persists), never in the guest. An answer with Error and
+// Retryable is retried; Error alone fails the task.
 type TaskDriver interface {
 	Submit(req *abi.TaskSubmitRequest) abi.TaskDriverResponse
 	Status(ref *abi.TaskReference) abi.TaskDriverResponse
