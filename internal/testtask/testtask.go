@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/task/spectasks"
@@ -61,8 +63,9 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	}
 	// Plugin drivers the config names are loaded as the host loads them.
 	var plugged *taskplugin.Set
-	if snap, err := cache.Load(context.Background()); err == nil && len(snap.TaskDrivers) > 0 {
-		plugged, err = taskplugin.Load(context.Background(), snap.TaskDrivers, taskservice.CacheCaller{Cache: cache}, &drivers,
+	// The file is read, not discovered: servers are contacted lazily.
+	if ext, _, err := config.Load(path, envvar.OS); err == nil && len(ext.TaskDrivers()) > 0 {
+		plugged, err = taskplugin.Load(context.Background(), ext.TaskDrivers(), taskservice.CacheCaller{Cache: cache}, &drivers,
 			taskplugin.Options{CacheDir: compileCacheDir()})
 		if err != nil {
 			t.Fatal(err)
