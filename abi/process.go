@@ -16,6 +16,16 @@ const (
 	GRPCTaskSubmit = "/antler.abi.v1.Plugin/TaskSubmit"
 	GRPCTaskStatus = "/antler.abi.v1.Plugin/TaskStatus"
 	GRPCTaskCancel = "/antler.abi.v1.Plugin/TaskCancel"
+
+	// A task driver process calls the host back on the go-plugin broker:
+	// each task call's gRPC metadata names the broker stream id to dial
+	// (ProcessBrokerIDKey) and the call (ProcessCallIDKey), which the
+	// plugin sends back as metadata of its CallTool calls. A call id that is
+	// not in flight is refused.
+	GRPCHostService    = "antler.abi.v1.Host"
+	GRPCCallTool       = "/antler.abi.v1.Host/CallTool" // CallToolRequest → CallToolResponse
+	ProcessBrokerIDKey = "antler-broker-id"
+	ProcessCallIDKey   = "antler-call-id"
 )
 
 // Info is a process plugin's self-description (what antler_abi_version and

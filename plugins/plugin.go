@@ -101,7 +101,7 @@ func (h *Host) loadExtismPlugin(ctx context.Context, e Entry) (*Plugin, error) {
 // loadProcess starts a process plugin and checks what it serves.
 func (h *Host) loadProcess(ctx context.Context, e Entry) (*Plugin, error) {
 	return h.loadCarrier(e, func(_ []byte, log *slog.Logger) (backend, abi.Info, error) {
-		return startProcess(ctx, e, log)
+		return startProcess(ctx, e, log, false)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/antler-mcp/antler/abi"
 )
@@ -70,8 +72,15 @@ func (connPlugin) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error {
 	return errors.New("the host does not serve plugins")
 }
 
-func (connPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return c, nil
+func (connPlugin) GRPCClient(_ context.Context, b *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &brokered{conn: c, broker: b}, nil
+}
+
+// brokered is the plugin's connection and the broker that lets the host
+// serve call_tool back to it.
+type brokered struct {
+	conn   *grpc.ClientConn
+	broker *goplugin.GRPCBroker
 }
 
 var grpcMethods = map[string]string{
@@ -87,17 +96,36 @@ type process struct {
 	entry Entry
 	log   *slog.Logger
 
+	// serveHost starts the host service (call_tool) on the go-plugin
+	// broker for every process started: task drivers.
+	serveHost bool
+
 	mu        sync.Mutex
 	client    *goplugin.Client
 	conn      *grpc.ClientConn
+	broker    *goplugin.GRPCBroker
+	brokerID  uint32 // the host service's broker stream; 0 until served
 	failures  int
 	nextStart time.Time
 	closed    bool
+
+	// calls are the driver calls in flight, by the id sent with each, so
+	// a call_tool from the plugin is served with its call's scope.
+	callsMu sync.Mutex
+	calls   map[string]callScope
+	nextID  uint64
 }
 
-// startProcess starts the plugin and asks what it is.
-func startProcess(ctx context.Context, e Entry, log *slog.Logger) (*process, abi.Info, error) {
-	p := &process{entry: e, log: log}
+// callScope is one in-flight call's context and call_tool function.
+type callScope struct {
+	ctx      context.Context
+	callTool CallToolFunc
+}
+
+// startProcess starts the plugin and asks what it is. serveHost also serves
+// the host's call_tool to it (task drivers).
+func startProcess(ctx context.Context, e Entry, log *slog.Logger, serveHost bool) (*process, abi.Info, error) {
+	p := &process{entry: e, log: log, serveHost: serveHost, calls: map[string]callScope{}}
 	if _, err := os.Stat(e.Path); err != nil {
 		return nil, abi.Info{}, fmt.Errorf("%s: plugin file %s does not exist", e.Name, e.Path)
 	}
@@ -140,7 +168,7 @@ func (p *process) connect() (*grpc.ClientConn, error) {
 		// restarted on every call).
 		p.log.Warn("plugin process exited; restarting after a backoff")
 		p.client.Kill()
-		p.client, p.conn = nil, nil
+		p.client, p.conn, p.broker, p.brokerID = nil, nil, nil, 0
 		p.noteFailure()
 	}
 	if now := time.Now(); now.Before(p.nextStart) {
@@ -179,13 +207,13 @@ func (p *process) connect() (*grpc.ClientConn, error) {
 		p.noteFailure()
 		return nil, fmt.Errorf("%s: plugin process: %w", p.entry.Name, err)
 	}
-	conn, ok := raw.(*grpc.ClientConn)
+	bc, ok := raw.(*brokered)
 	if !ok {
 		client.Kill()
 		return nil, fmt.Errorf("%s: plugin process: unexpected client %T", p.entry.Name, raw)
 	}
-	p.client, p.conn = client, conn
-	return conn, nil
+	p.client, p.conn, p.broker, p.brokerID = client, bc.conn, bc.broker, 0
+	return bc.conn, nil
 }
 
 // noteFailure schedules the next start with exponential backoff.
@@ -223,13 +251,27 @@ func (p *process) call(ctx context.Context, export, _ string, in []byte) ([]byte
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if f := callToolOf(ctx); f != nil && p.serveHost {
+		id := p.register(cctx, f)
+		defer p.unregister(id)
+		broker := p.serveHostService()
+		cctx = metadata.AppendToOutgoingContext(cctx, abi.ProcessCallIDKey, id, abi.ProcessBrokerIDKey, strconv.FormatUint(uint64(broker), 10))
+	}
 	var out []byte
 	if err := conn.Invoke(cctx, method, &in, &out, grpc.ForceCodec(rawCodec{})); err != nil {
+		// A task driver that overran its deadline is stopped: it may be
+		// stuck (a loop holding its one call slot), and every later call
+		// would time out behind it. It restarts after a backoff.
+		hung := p.serveHost && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 		p.mu.Lock()
-		if p.client != nil && p.client.Exited() {
-			p.log.Warn("plugin process exited; it will be restarted on next use")
+		if p.client != nil && (hung || p.client.Exited()) {
+			if hung {
+				p.log.Warn("task driver process overran its deadline; stopping it, it will be restarted on next use")
+			} else {
+				p.log.Warn("plugin process exited; it will be restarted on next use")
+			}
 			p.client.Kill()
-			p.client, p.conn = nil, nil
+			p.client, p.conn, p.broker, p.brokerID = nil, nil, nil, 0
 			p.noteFailure()
 		}
 		p.mu.Unlock()
@@ -239,6 +281,88 @@ func (p *process) call(ctx context.Context, export, _ string, in []byte) ([]byte
 	p.failures = 0
 	p.mu.Unlock()
 	return out, nil
+}
+
+// serveHostService starts the host service on the running process's broker
+// (once per process) and returns its stream id. It starts at the first
+// driver call rather than at connect: go-plugin drops a stream's connection
+// info the plugin has not dialled within seconds, and the plugin dials when
+// a call names the stream.
+func (p *process) serveHostService() uint32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.brokerID != 0 || p.broker == nil {
+		return p.brokerID
+	}
+	p.brokerID = p.broker.NextId()
+	go p.broker.AcceptAndServe(p.brokerID, func(opts []grpc.ServerOption) *grpc.Server {
+		s := grpc.NewServer(append(opts, grpc.ForceServerCodec(rawCodec{}))...)
+		s.RegisterService(&hostServiceDesc, p)
+		return s
+	})
+	return p.brokerID
+}
+
+// register records an in-flight call and returns its id.
+func (p *process) register(ctx context.Context, f CallToolFunc) string {
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
+	p.nextID++
+	id := strconv.FormatUint(p.nextID, 10)
+	p.calls[id] = callScope{ctx: ctx, callTool: f}
+	return id
+}
+
+func (p *process) unregister(id string) {
+	p.callsMu.Lock()
+	delete(p.calls, id)
+	p.callsMu.Unlock()
+}
+
+// serveCallTool answers the plugin's call_tool for the in-flight call its
+// metadata names, in that call's context (its deadline and scope). A call
+// id that is not in flight is refused.
+func (p *process) serveCallTool(ctx context.Context, in []byte) []byte {
+	var id string
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(abi.ProcessCallIDKey); len(v) == 1 {
+			id = v[0]
+		}
+	}
+	p.callsMu.Lock()
+	scope, ok := p.calls[id]
+	p.callsMu.Unlock()
+	resp := abi.CallToolResponse{Error: "the host refused the call: no task driver call is in flight"}
+	var req abi.CallToolRequest
+	switch {
+	case !ok:
+	case req.Decode(in) != nil:
+		resp = abi.CallToolResponse{Error: "malformed CallToolRequest"}
+	default:
+		resp = scope.callTool(scope.ctx, &req)
+	}
+	var enc abi.Encoder
+	resp.Encode(&enc)
+	return enc.Bytes()
+}
+
+// hostServiceDesc is the host's service a process driver calls back on
+// (abi.GRPCHostService), served on the go-plugin broker.
+var hostServiceDesc = grpc.ServiceDesc{
+	ServiceName: abi.GRPCHostService,
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{{
+		MethodName: "CallTool",
+		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			var in []byte
+			if err := dec(&in); err != nil {
+				return nil, err
+			}
+			out := srv.(*process).serveCallTool(ctx, in)
+			return &out, nil
+		},
+	}},
+	Metadata: "antler/abi/README.md",
 }
 
 // PID is the running process's id, or 0.

@@ -39,7 +39,12 @@ type InterceptFunc func(req *Request) Response
 // ResultFunc handles one result.
 type ResultFunc func(req *ResultRequest) ResultResponse
 
-// TaskDriver implements a durable task protocol over upstream tools.
+// TaskDriver implements a durable task protocol over upstream tools (see
+// abi/README.md, "Task drivers"). It reaches the upstream only through
+// CallTool, which the host scopes to the task's server, user and thread;
+// what it must remember about a task goes in driver_data (a JSON object of
+// strings the host persists), never in the guest. An answer with Error and
+// Retryable is retried; Error alone fails the task.
 type TaskDriver interface {
 	Submit(req *abi.TaskSubmitRequest) abi.TaskDriverResponse
 	Status(ref *abi.TaskReference) abi.TaskDriverResponse
@@ -178,7 +183,9 @@ func (d *Dispatcher) Result(in []byte) []byte {
 // Task runs one task-driver entry point ("submit", "status" or "cancel").
 func (d *Dispatcher) Task(op string, in []byte) []byte {
 	d.enc.Reset()
-	fail := func(msg string) abi.TaskDriverResponse { return abi.TaskDriverResponse{Error: msg} }
+	// A driver that panics or gets a request it cannot read is broken, not
+	// the task: the host retries the call instead of failing the task.
+	fail := func(msg string) abi.TaskDriverResponse { return abi.TaskDriverResponse{Error: msg, Retryable: true} }
 	var out abi.TaskDriverResponse
 	switch {
 	case handlers.tasks == nil:

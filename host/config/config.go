@@ -277,6 +277,41 @@ type TaskToolset struct {
 	StatusTool  string `json:"status_tool"`
 	CancelTool  string `json:"cancel_tool"`
 	RespondTool string `json:"respond_tool,omitempty"`
+	// Driver names a plugin task driver for this toolset, as an
+	// mcpInterceptors entry ("wasm:<path>", "process:<path>" or an object);
+	// nil keeps the built-in ordinary-tools driver. It is validated JSON.
+	Driver json.RawMessage `json:"driver,omitempty"`
+}
+
+// TaskDriverSpec is one task toolset's plugin driver, as configured.
+type TaskDriverSpec struct {
+	Server  string
+	Toolset string
+	// Field is the entry's path in the file, for messages
+	// (mcpServers.jobs.task_toolsets[0].driver).
+	Field string
+	JSON  json.RawMessage
+	// Dir resolves a relative plugin path: the configuration file's folder.
+	Dir string
+}
+
+// TaskDrivers lists the plugin drivers of the enabled servers' task
+// toolsets, in file order.
+func (e *Extensions) TaskDrivers() []TaskDriverSpec {
+	if e == nil {
+		return nil
+	}
+	var out []TaskDriverSpec
+	for _, s := range e.Enabled() {
+		for i, ts := range s.TaskToolsets {
+			if len(ts.Driver) == 0 {
+				continue
+			}
+			out = append(out, TaskDriverSpec{Server: s.Name, Toolset: ts.Name, JSON: ts.Driver, Dir: e.Dir,
+				Field: joinPath(indexPath(joinPath(joinPath("mcpServers", s.Name), "task_toolsets"), i), "driver")})
+		}
+	}
+	return out
 }
 
 // IsStdio reports whether the server runs as a child process.

@@ -115,6 +115,11 @@ func (s *Server) fileObject(keepAlias bool) *Object {
 		if ts.RespondTool != "" {
 			t.Set("respond_tool", ts.RespondTool)
 		}
+		if len(ts.Driver) > 0 {
+			if dv, err := ParseJSON(ts.Driver); err == nil {
+				t.Set("driver", dv)
+			}
+		}
 		toolsets = append(toolsets, t)
 	}
 	o.Set("task_toolsets", toolsets)

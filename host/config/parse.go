@@ -8,6 +8,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/header"
+	"github.com/antler-mcp/antler/plugins"
 )
 
 // Limits from DeerFlow's models.
@@ -27,7 +28,7 @@ var (
 		"expires_in_field", "default_token_type", "refresh_skew_seconds", "extra_token_params")
 	userAuthFields       = keySet("enabled", "header", "users", "on_missing")
 	contextHeadersFields = keySet("enabled", "headers", "on_missing")
-	toolsetFields        = keySet("name", "submit_tool", "status_tool", "cancel_tool", "respond_tool")
+	toolsetFields        = keySet("name", "submit_tool", "status_tool", "cancel_tool", "respond_tool", "driver")
 	topFields            = keySet("mcpServers", "mcp_servers", "mcpInterceptors", "middlewares", "skills")
 )
 
@@ -560,9 +561,42 @@ func (d *decoder) taskToolsets(path string, v, raw any) []TaskToolset {
 				seen[s] = this
 			}
 		}
+		if dv, ok := o.Get("driver"); ok && dv != nil {
+			ts.Driver = d.taskDriver(joinPath(p, "driver"), dv)
+		}
 		out = append(out, ts)
 	}
 	return out
+}
+
+// taskDriver checks a task toolset's driver: an mcpInterceptors-style entry
+// of kind wasm or process. Its path is resolved when the driver is loaded.
+func (d *decoder) taskDriver(path string, v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		d.fail(path, "must be \"wasm:<path>\", \"process:<path>\" or an object")
+		return nil
+	}
+	e, skip, _, err := plugins.ParseEntry(path, b, "/")
+	switch {
+	case err != nil:
+		// ParseEntry names the field after path: keep that path.
+		rest := strings.TrimPrefix(err.Error(), path)
+		if sub, ok := strings.CutPrefix(rest, "."); ok {
+			field, msg, _ := strings.Cut(sub, ": ")
+			d.fail(joinPath(path, field), "%s", msg)
+		} else {
+			d.fail(path, "%s", strings.TrimPrefix(rest, ": "))
+		}
+		return nil
+	case skip:
+		d.fail(path, "must be \"wasm:<path>\", \"process:<path>\" or an object (a Python module:attr cannot drive tasks)")
+		return nil
+	case e.Kind != plugins.KindWasm && e.Kind != plugins.KindProcess:
+		d.fail(joinPath(path, "kind"), "a task driver must be \"wasm\" or \"process\"")
+		return nil
+	}
+	return b
 }
 
 // canonicalSlice renders the settings of s that decide how it is served, in

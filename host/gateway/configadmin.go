@@ -253,6 +253,9 @@ func (s *Server) mutate(c echo.Context, m mutation) error {
 		if exists {
 			before, _ = config.Parse(current, envvar.OS)
 		}
+		if err := driversUnchanged(before, ext); err != nil {
+			return nil, err
+		}
 		for _, chk := range checks {
 			srv, ok := ext.Server(chk.name)
 			if !ok {
@@ -347,6 +350,38 @@ func invalidConfigError(err error) error {
 		return invalidConfig("Extensions configuration is not valid JSON: %s", jsonProblem(syn.Err))
 	}
 	return err
+}
+
+// driversUnchanged refuses a write that adds or changes a task toolset's
+// plugin driver: a driver is code the host runs (a process or a Wasm module
+// with call_tool), and like mcpInterceptors it is set in the file by the
+// operator, never through the config API. Removing one is allowed.
+func driversUnchanged(before, after *config.Extensions) error {
+	// Every server, enabled or not: a disabled one is staged code.
+	drivers := func(e *config.Extensions, visit func(field, key, driver string) error) error {
+		if e == nil {
+			return nil
+		}
+		for _, s := range e.Servers {
+			for i, ts := range s.TaskToolsets {
+				if len(ts.Driver) > 0 {
+					field := fmt.Sprintf("mcpServers.%s.task_toolsets[%d].driver", s.Name, i)
+					if err := visit(field, s.Name+"\x00"+ts.Name, string(ts.Driver)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	was := map[string]string{}
+	_ = drivers(before, func(_, key, driver string) error { was[key] = driver; return nil })
+	return drivers(after, func(field, key, driver string) error {
+		if old, ok := was[key]; !ok || old != driver {
+			return adminFail(http.StatusBadRequest, "Invalid MCP configuration: %s: a task driver runs code on the host, so it is set in the configuration file, not through the config API (as mcpInterceptors are)", field)
+		}
+		return nil
+	})
 }
 
 // launchOf describes a parsed server to the launch policy. Its working

@@ -553,6 +553,12 @@ func TestConfigAdminAddServers(t *testing.T) {
 			`{"type": "http", "url": "https://new.example/mcp", "oauth": {"token_url": "https://auth.example.com/token", "client_secret": "***"}}`, "oauth client_secret"},
 		{"test_mcp_writes_validate_runtime_server_constraints_before_writing[create]", `{"type": "http", "url": "https://new.example/mcp", "task_toolsets": [
 			{"name": "first", "submit_tool": "submit", "status_tool": "s1", "cancel_tool": "c1"}, {"name": "second", "submit_tool": "submit", "status_tool": "s2", "cancel_tool": "c2"}]}`, "must be unique"},
+		{"task driver: set in the file only", `{"type": "http", "url": "https://new.example/mcp", "task_toolsets": [
+			{"name": "jobs", "submit_tool": "enqueue", "status_tool": "job_state", "cancel_tool": "abort_job", "driver": "process:/bin/sh"}]}`,
+			"mcpServers.new.task_toolsets[0].driver: a task driver runs code on the host"},
+		{"disabled server: task driver refused too", `{"enabled": false, "type": "http", "url": "https://new.example/mcp", "task_toolsets": [
+			{"name": "jobs", "submit_tool": "enqueue", "status_tool": "job_state", "cancel_tool": "abort_job", "driver": {"kind": "wasm", "path": "./d.wasm"}}]}`,
+			"a task driver runs code on the host"},
 		{"enabled server: full launch policy", `{"command": "s2-mcp-server"}`, "uses disallowed stdio command 's2-mcp-server'"},
 		{"disabled server: command shape still checked", `{"enabled": false, "command": "/usr/local/bin/npx"}`, "command must be a single executable name"},
 		{"disabled server: environment still checked", `{"enabled": false, "command": "npx", "env": {"BASH_ENV": "/tmp/payload.sh"}}`, "sets environment variable 'BASH_ENV'"},

@@ -17,6 +17,7 @@ import (
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/task/spectasks"
+	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -157,7 +158,7 @@ func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitReques
 func DriverName(tool toolcache.Tool) string {
 	switch {
 	case tool.TaskToolset != nil:
-		return ordinary.Name
+		return taskplugin.DriverName(tool.Server, tool.TaskToolset)
 	case tool.TaskExtension:
 		return spectasks.ExtensionName
 	}

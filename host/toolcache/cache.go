@@ -510,6 +510,7 @@ func (c *Cache) discover() (snap *Snapshot, path string, sig config.Signature, d
 	}
 	snap = build(ext, c.opts, c.log, loaded, c.pool, c.watcher, c.notify)
 	snap.ConfigPath = path
+	snap.TaskDrivers = ext.TaskDrivers()
 	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
 
 	if path != "" {

@@ -104,6 +104,9 @@ type Snapshot struct {
 	// TaskFreeze fingerprints the task-enabled servers this snapshot was
 	// built from (see config.TaskFreeze).
 	TaskFreeze config.TaskFreeze
+	// TaskDrivers are the plugin task drivers the enabled servers' task
+	// toolsets name, whether or not their servers connected.
+	TaskDrivers []config.TaskDriverSpec
 
 	byName    map[string]int
 	endpoints map[string]*dispatch.Endpoint

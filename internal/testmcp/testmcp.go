@@ -26,6 +26,7 @@ const (
 	demoPackage    = "./examples/mcpserver/demo"
 	reportsPackage = "./examples/mcpserver/reports"
 	tasksPackage   = "./examples/mcpserver/tasks2026"
+	jobsPackage    = "./examples/mcpserver/jobs"
 )
 
 // Timeouts for StartHTTP: how long the server may take to announce its
@@ -48,7 +49,7 @@ type binary struct {
 	err  error
 }
 
-var demoBin, reportsBin, tasksBin binary
+var demoBin, reportsBin, tasksBin, jobsBin binary
 
 // Build compiles the demo MCP server and returns the path of the binary. The
 // first call in a test process builds it into a fresh directory under the
@@ -71,6 +72,14 @@ func BuildReports(t testing.TB) string {
 func BuildTasks2026(t testing.TB) string {
 	t.Helper()
 	return tasksBin.get(t, tasksPackage)
+}
+
+// BuildJobs compiles the jobs server (numeric job ids and states, the
+// result fetched by a second tool; the plugin task driver example's
+// upstream) like Build.
+func BuildJobs(t testing.TB) string {
+	t.Helper()
+	return jobsBin.get(t, jobsPackage)
 }
 
 func (b *binary) get(t testing.TB, pkg string) string {

@@ -1,18 +1,23 @@
 // Package testtask builds a real durable task runtime for tests: the tool
 // cache over a config file, a SQLite task store and the task service with
-// the ordinary driver and both spec tasks drivers (2025-11-25 and the
-// 2026-07-28 extension), every part closed when the test ends.
+// the ordinary driver, both spec tasks drivers (2025-11-25 and the
+// 2026-07-28 extension) and the plugin drivers the config names, every part
+// closed when the test ends.
 package testtask
 
 import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
+	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/task/spectasks"
+	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -28,6 +33,8 @@ type Runtime struct {
 	Cache   *toolcache.Cache
 	Store   *taskstore.Store
 	Service *taskservice.Service
+	// Drivers are the plugin task drivers the config names (nil: none).
+	Drivers *taskplugin.Set
 }
 
 // New writes doc as the extensions_config.json of a new tool cache and
@@ -58,9 +65,33 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	if err := drivers.Register(spectasks.ExtensionName, ext); err != nil {
 		t.Fatal(err)
 	}
+	// Plugin drivers the config names are loaded as the host loads them.
+	var plugged *taskplugin.Set
+	// The file is read, not discovered: servers are contacted lazily.
+	if ext, _, err := config.Load(path, envvar.OS); err == nil && len(ext.TaskDrivers()) > 0 {
+		plugged, err = taskplugin.Load(context.Background(), ext.TaskDrivers(), taskservice.CacheCaller{Cache: cache}, &drivers,
+			taskplugin.Options{CacheDir: compileCacheDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(plugged.Close)
+	}
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
 	t.Cleanup(svc.Stop)
-	return &Runtime{Cache: cache, Store: store, Service: svc}
+	return &Runtime{Cache: cache, Store: store, Service: svc, Drivers: plugged}
+}
+
+// compiled is one Wasm compilation cache for every runtime of the test
+// process: compiling a Go guest takes seconds, and tests load the same
+// driver many times.
+var compiled struct {
+	once sync.Once
+	dir  string
+}
+
+func compileCacheDir() string {
+	compiled.once.Do(func() { compiled.dir, _ = os.MkdirTemp("", "antler-driver-cache-") }) // "" on error: memory
+	return compiled.dir
 }
 
 // FastConfig is the runtime's default config, enabled, polling every second.

@@ -10,9 +10,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"sync"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/sdk"
@@ -45,19 +49,27 @@ func Serve() {
 // already encoded by abi's codec.
 type RawCodec struct{}
 
-// Marshal returns the bytes in *[]byte.
+// Marshal returns the bytes in *[]byte. Any other value (go-plugin's own
+// services on the same server: the broker that carries call_tool back to
+// the host) is protobuf.
 func (RawCodec) Marshal(v any) ([]byte, error) {
 	b, ok := v.(*[]byte)
 	if !ok {
+		if m, ok := v.(proto.Message); ok {
+			return proto.Marshal(m)
+		}
 		return nil, fmt.Errorf("raw codec: cannot marshal %T", v)
 	}
 	return *b, nil
 }
 
-// Unmarshal copies data into *[]byte.
+// Unmarshal copies data into *[]byte, or decodes protobuf into any other value.
 func (RawCodec) Unmarshal(data []byte, v any) error {
 	b, ok := v.(*[]byte)
 	if !ok {
+		if m, ok := v.(proto.Message); ok {
+			return proto.Unmarshal(data, m)
+		}
 		return fmt.Errorf("raw codec: cannot unmarshal into %T", v)
 	}
 	*b = append((*b)[:0], data...)
@@ -72,8 +84,8 @@ type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 }
 
-func (grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	s.RegisterService(&serviceDesc, server{})
+func (grpcPlugin) GRPCServer(b *goplugin.GRPCBroker, s *grpc.Server) error {
+	s.RegisterService(&serviceDesc, &server{broker: b, conns: map[uint32]*grpc.ClientConn{}})
 	return nil
 }
 
@@ -81,7 +93,82 @@ func (grpcPlugin) GRPCClient(context.Context, *goplugin.GRPCBroker, *grpc.Client
 	return nil, fmt.Errorf("sdkplugin serves plugins; the host has the client")
 }
 
-type server struct{}
+// server serves the plugin; conns are the host services dialled on the
+// broker, by stream id (a restarted host connection gets a new one).
+type server struct {
+	broker *goplugin.GRPCBroker
+	mu     sync.Mutex
+	conns  map[uint32]*grpc.ClientConn
+}
+
+// hostConn dials (once) the host service the call's metadata names.
+func (s *server) hostConn(id uint32) (*grpc.ClientConn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.conns[id]; ok {
+		return c, nil
+	}
+	c, err := s.broker.Dial(id)
+	if err != nil {
+		return nil, err
+	}
+	s.conns[id] = c
+	return c, nil
+}
+
+// callTool is the CallTool of one task call: it calls the host back with
+// the call's id, under the call's deadline.
+func (s *server) callTool(ctx context.Context) func(*abi.CallToolRequest) abi.CallToolResponse {
+	md, _ := metadata.FromIncomingContext(ctx)
+	one := func(k string) string {
+		if v := md.Get(k); len(v) == 1 {
+			return v[0]
+		}
+		return ""
+	}
+	callID := one(abi.ProcessCallIDKey)
+	// Dial at once: the host serves the stream from this call on, and
+	// go-plugin forgets a stream nobody dials within seconds.
+	id, perr := strconv.ParseUint(one(abi.ProcessBrokerIDKey), 10, 32)
+	var conn *grpc.ClientConn
+	var derr error
+	if perr == nil && callID != "" {
+		conn, derr = s.hostConn(uint32(id))
+	}
+	return func(req *abi.CallToolRequest) abi.CallToolResponse {
+		if perr != nil || callID == "" {
+			return abi.CallToolResponse{Error: "the host refused the call: it offers no call_tool"}
+		}
+		if derr != nil {
+			return abi.CallToolResponse{Error: "the host refused the call: cannot reach it: " + derr.Error()}
+		}
+		var e abi.Encoder
+		req.Encode(&e)
+		in, out := e.Bytes(), []byte(nil)
+		octx := metadata.AppendToOutgoingContext(ctx, abi.ProcessCallIDKey, callID)
+		if err := conn.Invoke(octx, abi.GRPCCallTool, &in, &out, grpc.ForceCodec(RawCodec{})); err != nil {
+			return abi.CallToolResponse{Error: "the host refused the call: " + err.Error()}
+		}
+		var resp abi.CallToolResponse
+		if err := resp.Decode(out); err != nil {
+			return abi.CallToolResponse{Error: "malformed host answer"}
+		}
+		return resp
+	}
+}
+
+// taskHandler serves one task entry point with the call's CallTool.
+func taskHandler(op string) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
+	return func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+		var in []byte
+		if err := dec(&in); err != nil {
+			return nil, err
+		}
+		var d sdk.Dispatcher
+		out := append([]byte(nil), d.TaskWith(op, in, srv.(*server).callTool(ctx))...)
+		return &out, nil
+	}
+}
 
 // handler adapts one dispatcher entry point to a gRPC unary method. Each
 // call gets its own Dispatcher: gRPC serves calls concurrently, and a
@@ -110,9 +197,9 @@ var serviceDesc = grpc.ServiceDesc{
 		})},
 		{MethodName: "Intercept", Handler: handler((*sdk.Dispatcher).Intercept)},
 		{MethodName: "OnResult", Handler: handler((*sdk.Dispatcher).Result)},
-		{MethodName: "TaskSubmit", Handler: handler(func(d *sdk.Dispatcher, in []byte) []byte { return d.Task("submit", in) })},
-		{MethodName: "TaskStatus", Handler: handler(func(d *sdk.Dispatcher, in []byte) []byte { return d.Task("status", in) })},
-		{MethodName: "TaskCancel", Handler: handler(func(d *sdk.Dispatcher, in []byte) []byte { return d.Task("cancel", in) })},
+		{MethodName: "TaskSubmit", Handler: taskHandler("submit")},
+		{MethodName: "TaskStatus", Handler: taskHandler("status")},
+		{MethodName: "TaskCancel", Handler: taskHandler("cancel")},
 	},
 	Metadata: "antler/abi/README.md",
 }

@@ -19,6 +19,10 @@
 // config, secret grants, header and argument checks): set req.Config and
 // req.Secrets as the host would. To check the real Wasm build too, use
 // plugins/plugintest.
+//
+// A task driver is tested the same way with Submit, Status and Cancel; the
+// test answers the driver's sdk.CallTool calls (what the host would send to
+// the task's server) with a CallToolFunc.
 package sdktest
 
 import (
@@ -80,3 +84,54 @@ func Result(t testing.TB, req *abi.ResultRequest) abi.ResultResponse {
 // clone copies a dispatcher's answer, which is only valid until its next call:
 // decoded byte fields alias it.
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// CallToolFunc answers a task driver's sdk.CallTool calls during one
+// harness call: the test plays the host (and the upstream behind it).
+type CallToolFunc func(req *abi.CallToolRequest) abi.CallToolResponse
+
+// Submit runs the registered task driver's Submit on req, with callTool
+// serving its CallTool calls. The test fails at once when the plugin
+// registered no task driver.
+func Submit(t testing.TB, req *abi.TaskSubmitRequest, callTool CallToolFunc) abi.TaskDriverResponse {
+	t.Helper()
+	var enc abi.Encoder
+	req.Encode(&enc)
+	return task(t, "submit", enc.Bytes(), callTool)
+}
+
+// Status runs the registered task driver's Status on ref.
+func Status(t testing.TB, ref *abi.TaskReference, callTool CallToolFunc) abi.TaskDriverResponse {
+	t.Helper()
+	var enc abi.Encoder
+	ref.Encode(&enc)
+	return task(t, "status", enc.Bytes(), callTool)
+}
+
+// Cancel runs the registered task driver's Cancel on ref.
+func Cancel(t testing.TB, ref *abi.TaskReference, callTool CallToolFunc) abi.TaskDriverResponse {
+	t.Helper()
+	var enc abi.Encoder
+	ref.Encode(&enc)
+	return task(t, "cancel", enc.Bytes(), callTool)
+}
+
+func task(t testing.TB, op string, in []byte, callTool CallToolFunc) abi.TaskDriverResponse {
+	t.Helper()
+	if sdk.Features()&abi.FeatureTaskDriver == 0 {
+		t.Fatal("sdktest: the plugin registered no task driver (call sdk.HandleTasks in its init)")
+	}
+	if callTool == nil {
+		callTool = func(*abi.CallToolRequest) abi.CallToolResponse {
+			return abi.CallToolResponse{Error: "sdktest: this call serves no CallTool"}
+		}
+	}
+	mu.Lock()
+	var d sdk.Dispatcher
+	out := clone(d.TaskWith(op, in, callTool))
+	mu.Unlock()
+	var resp abi.TaskDriverResponse
+	if err := resp.Decode(out); err != nil {
+		t.Fatalf("sdktest: the task driver's answer does not decode: %v", err)
+	}
+	return resp
+}

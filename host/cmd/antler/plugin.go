@@ -23,6 +23,10 @@ const pluginUsage = `usage:
   antler plugin inspect <file.wasm>            ABI version, features, exports, imports, size
   antler plugin test <file.wasm> --input req.json [--config cfg.json]
                                                run the interceptor on one request
+  antler plugin task <driver> --config extensions.json --server NAME [--arguments '{...}']
+                     [--kind wasm|process] [--polls 30] [--interval 1s]
+                                               run a task driver's submit and status
+                                               against a live server
 `
 
 func cmdPlugin(args []string, stdout, stderr io.Writer) int {
@@ -37,6 +41,8 @@ func cmdPlugin(args []string, stdout, stderr io.Writer) int {
 		return pluginInspect(args[1:], stdout, stderr)
 	case "test":
 		return pluginTest(args[1:], stdout, stderr)
+	case "task":
+		return pluginTask(args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, pluginUsage)
 	return 2

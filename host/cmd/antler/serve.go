@@ -26,6 +26,7 @@ import (
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/task/spectasks"
 	"github.com/antler-mcp/antler/host/tasknotify"
+	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -240,6 +241,12 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		store.Close()
 		return nil, nil, err
 	}
+	pluginDrivers, err := taskplugin.Load(ctx, snap.TaskDrivers, taskservice.CacheCaller{Cache: cache, Frozen: &frozen}, &drivers,
+		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
 	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log}
 	if n := st.MCPTasks.Notifications; n.WebhookURL != "" {
 		opts.Notifier = &tasknotify.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}
@@ -247,7 +254,7 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 	svc := taskservice.New(opts)
 	svc.Start()
 	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner(), "webhook", opts.Notifier != nil)
-	return svc, func() { svc.Stop(); opened.Store(nil); store.Close() }, nil
+	return svc, func() { svc.Stop(); pluginDrivers.Close(); opened.Store(nil); store.Close() }, nil
 }
 
 // activeTaskIn is the session pool's pinned hook: whether the task store
