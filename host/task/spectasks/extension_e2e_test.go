@@ -299,3 +299,32 @@ func TestExtensionOptOut(t *testing.T) {
 		t.Errorf("plain call: %v, want -32021", err)
 	}
 }
+
+// TestAnswerThroughTheService: the user's answer, recorded by the task
+// service (what POST .../mcp-tasks/{task_id}/input does), is delivered by
+// the background loop through the 2026-07-28 driver's tasks/update, once,
+// and the job completes with it.
+func TestAnswerThroughTheService(t *testing.T) {
+	for _, tr := range extTransports {
+		t.Run(tr.name, func(t *testing.T) {
+			rt := testtask.New(t, jobsDoc(tr.server(t)), testtask.FastConfig())
+			tool := jobsTool(t, rt.Cache)
+			rt.Service.Start()
+			id := submit(t, rt.Service, tool, `{"topic": "answers", "ask": true, "poll_ms": 50}`)
+			row := waitStatus(t, rt.Store, id, task.StatusInputRequired)
+			if !rt.Service.CanAnswer(row) {
+				t.Fatal("the service says a 2026-07-28 task cannot take answers")
+			}
+			if _, err := rt.Service.Answer(context.Background(), id, "alice", "t1", task.Answer{Action: "accept", Content: json.RawMessage(`{"format":"pdf"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			row = waitStatus(t, rt.Store, id, task.StatusCompleted)
+			if got := resultText(t, row); !strings.Contains(got, "Format: pdf") {
+				t.Errorf("report = %q, want the answer in it", got)
+			}
+			if st := jobStats(t, rt.Cache); st["updates_applied"] != 1 {
+				t.Errorf("stats %v, want the update applied once", st)
+			}
+		})
+	}
+}
