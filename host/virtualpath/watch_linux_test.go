@@ -334,3 +334,40 @@ func TestWatchPendingBoundIsPerWorkspace(t *testing.T) {
 		t.Fatalf("after the flood A lists %q (mode %q)", got, w.Mode(a.ws))
 	}
 }
+
+// A workspace removing more watches than the kernel's queue holds (a tree
+// larger than max_queued_events moved away) does not overflow it with their
+// IN_IGNORED events: another workspace's call running meanwhile still lists
+// its file.
+func TestWatchLargeTreeMovedAwayKeepsTheQueue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes more folders than the queue holds events")
+	}
+	raw, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Skip(err)
+	}
+	queue, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || queue > 100_000 {
+		t.Skipf("max_queued_events %q", raw)
+	}
+	a, b := newEnv(t), newEnv(t)
+	tree, away := filepath.Join(a.ws, "tree"), filepath.Join(a.outside, "tree")
+	for i := range queue + 1000 {
+		if err := os.MkdirAll(filepath.Join(tree, strconv.Itoa(i/100), strconv.Itoa(i%100)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(a.ws)()
+	defer w.Acquire(b.ws)()
+	cb := w.Begin(b.root, b.ws, b.ws)
+	write(t, filepath.Join(b.ws, "b.txt"), "b")
+	call(t, w, a, func() { rename(t, tree, away) }) // its watches removed
+	call(t, w, a, func() { rename(t, away, tree) })
+	got := changedOf(t, cb.Rewrite(textResult("done")))
+	cb.End()
+	if !slices.Equal(got, virtual("b.txt")) {
+		t.Fatalf("B lists %q", got)
+	}
+}
