@@ -23,7 +23,9 @@ type Watcher struct {
 	// each tree's refs, calling and pending events. It is held only for a
 	// read of the queue or one watch added or removed, never for a
 	// workspace's scan: every workspace's calls take it. A tree's own mu is
-	// taken first.
+	// taken first. Methods named for a lock held hold the tree's, but for
+	// readLocked, readAllLocked, giveLocked, unrefLocked and closeLocked,
+	// which hold this.
 	mu         sync.Mutex
 	trees      map[string]*tree // by workspace
 	seq        uint64           // advanced by each read of the queue that returned events
@@ -152,48 +154,64 @@ func (w *Watcher) buildFirstLocked(t *tree) bool {
 // instance's last closes it).
 func (w *Watcher) releaseLocked(t *tree) {
 	w.mu.Lock()
-	t.refs--
-	last := t.refs == 0
-	if last {
-		delete(w.trees, t.ws)
-		if len(w.trees) == 0 {
-			w.closeLocked()
-		}
-	}
+	last := w.unrefLocked(t)
 	w.mu.Unlock()
 	if last {
 		w.unwatchLocked(t)
 	}
 }
 
-// drain reads the queue until it is empty, giving each event to its tree,
-// and returns the last read: every event queued before drain was called
-// has been given by then. With t set, t runs a call from that read on
-// (its files' events are kept for it).
-func (w *Watcher) drain(t *tree) uint64 {
-	for {
-		w.mu.Lock()
-		if !w.readLocked() {
-			if t != nil {
-				t.calling++
-			}
-			seq := w.seq
-			w.mu.Unlock()
-			return seq
-		}
+// unrefLocked, with the Watcher's lock held, drops a reference to t and
+// reports whether it was the last (then t is no longer held, and its
+// watches are to be removed).
+func (w *Watcher) unrefLocked(t *tree) bool {
+	if t.refs--; t.refs > 0 {
+		return false
+	}
+	delete(w.trees, t.ws)
+	if len(w.trees) == 0 {
+		w.closeLocked()
+	}
+	return true
+}
+
+// drain reads the queue until it is empty, giving each event to its tree:
+// every event queued before drain was called has been given when it
+// returns.
+func (w *Watcher) drain() {
+	w.mu.Lock()
+	w.readAllLocked()
+	w.mu.Unlock()
+}
+
+// readAllLocked, with the Watcher's lock held, reads the queue until it
+// is empty, letting the lock go between two reads (another workspace's
+// call may read then: an event read is given in the hold that read it).
+func (w *Watcher) readAllLocked() {
+	for w.readLocked() {
 		w.mu.Unlock()
+		w.mu.Lock()
 	}
 }
 
-// processLocked handles t's events read up to the queue read upTo, in
-// order, holding only t's lock.
-func (w *Watcher) processLocked(t *tree, upTo uint64) {
+// catchUpLocked drains the queue, then handles t's events, in order and
+// holding only t's lock: with begin set (a call starting), those read
+// until the queue was empty, and t runs a call from that read on (its
+// files' events are kept for it); else all. It returns that read.
+func (w *Watcher) catchUpLocked(t *tree, begin bool) uint64 {
 	w.mu.Lock()
+	w.readAllLocked()
+	seq, upTo := w.seq, uint64(math.MaxUint64)
+	if begin {
+		t.calling++
+		upTo = seq
+	}
 	evs := t.pending.take(upTo)
 	w.mu.Unlock()
 	for i := range evs {
 		w.eventLocked(t, &evs[i])
 	}
+	return seq
 }
 
 // setModeLocked changes how t is tracked; leaving modeWatch loses the
@@ -246,8 +264,7 @@ func (w *Watcher) Begin(root, workspace, cwd string) *Call {
 	}
 	// What is queued now happened before the call; what is read later,
 	// after it (handled once the call is registered).
-	seq := w.drain(t)
-	w.processLocked(t, seq)
+	seq := w.catchUpLocked(t, true)
 	if !built && (t.dirty || (t.mode == modeTooLarge && !stillLarge)) {
 		w.loseLocked(t) // events in the gap between the watches would be missed
 		w.unwatchLocked(t)
@@ -288,6 +305,7 @@ func (c *Call) endLocked() {
 	w.mu.Lock()
 	t.calling--
 	oldest := w.seq
+	last := w.unrefLocked(t)
 	w.mu.Unlock()
 	if len(t.calls) == 0 {
 		t.events = nil
@@ -301,7 +319,9 @@ func (c *Call) endLocked() {
 			}
 		}
 	}
-	w.releaseLocked(t)
+	if last {
+		w.unwatchLocked(t)
+	}
 }
 
 // changed lists the files the call created or modified, sorted, and ends
@@ -319,8 +339,7 @@ func (c *Call) changed() ([]string, bool) {
 		// The server's writes returned before its answer was sent, so
 		// their events are queued by now: read (by this call or another)
 		// when the queue is found empty, and handled here.
-		w.drain(nil)
-		w.processLocked(t, math.MaxUint64)
+		w.catchUpLocked(t, false)
 		if !c.lost {
 			for p, s := range c.t.events {
 				if s > c.seq {

@@ -308,7 +308,7 @@ func (w *Watcher) forgetLocked(t *tree, wd int32, n *int) {
 	w.mu.Unlock()
 	if removed {
 		if *n++; *n%drainEvery == 0 {
-			w.drain(nil)
+			w.drain()
 		}
 	}
 }
