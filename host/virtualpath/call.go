@@ -2,6 +2,7 @@ package virtualpath
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"sort"
 	"sync"
@@ -18,19 +19,36 @@ import (
 // serve every endpoint that shares workspaces, so calls of two servers in
 // one thread see each other. It is safe for concurrent use.
 type Watcher struct {
-	mu        sync.Mutex
-	trees     map[string]*tree // by workspace
-	seq       uint64           // advanced by each read of the queue that returned events
-	maxFiles  int              // bound of a watched workspace's files and folders (maxFiles)
-	maxEvents int              // bound of one tree's events (maxFiles)
-	ino       inotify          // the platform's part, guarded by mu
+	// mu guards trees, seq, the platform's queue and watch table (ino) and
+	// each tree's refs, calling and pending events. It is held only for a
+	// read of the queue or one watch added or removed, never for a
+	// workspace's scan: every workspace's calls take it. A tree's own mu is
+	// taken first. Methods named for a lock held hold the tree's, but for
+	// readLocked, readAllLocked, giveLocked, unrefLocked and closeLocked,
+	// which hold this.
+	mu         sync.Mutex
+	trees      map[string]*tree // by workspace
+	seq        uint64           // advanced by each read of the queue that returned events
+	maxFiles   int              // bound of a watched workspace's files and folders (maxFiles)
+	maxEvents  int              // bound of one tree's events (maxFiles)
+	maxPending int              // bound of one tree's unprocessed events (maxPending)
+	ino        inotify          // the platform's part, guarded by mu
+	// watchHook, set by tests only, is called before a folder made, moved
+	// in or moved away is handled, with only its tree's lock held.
+	watchHook func(dir string)
 }
 
 // NewWatcher returns a watcher holding nothing: its inotify instance is
 // opened with the first watched workspace and closed with the last.
 func NewWatcher() *Watcher {
-	return &Watcher{trees: map[string]*tree{}, maxFiles: maxFiles, maxEvents: maxFiles, ino: newInotify()}
+	return &Watcher{trees: map[string]*tree{}, maxFiles: maxFiles, maxEvents: maxFiles, maxPending: maxPending, ino: newInotify()}
 }
+
+// maxPending bounds the events read for one workspace and not yet handled
+// by its calls: the kernel's default queue (max_queued_events) for all of
+// them. Past it the workspace's events are lost, as in an overflow of the
+// queue, and no other workspace's.
+const maxPending = 16384
 
 // mode is how a workspace's changes are found.
 type mode int
@@ -44,20 +62,31 @@ const (
 // tree is one workspace's state: its watches, its running calls and the
 // files written while they run.
 type tree struct {
-	ws    string
-	real  string // ws with symlinks resolved, when watched
-	refs  int    // sessions and calls holding it
-	calls map[*Call]bool
-	mode  mode
+	// mu guards the fields below the Watcher's, and the handling of the
+	// workspace's events: its calls take it, no other workspace's.
+	mu sync.Mutex
+	ws string
+	// Guarded by Watcher.mu:
+	refs    int     // sessions and calls holding it
+	calling int     // calls from the queue read of their Begin to their End
+	pending pending // events read from the queue, not yet handled
+	// Guarded by mu:
+	unbuilt bool   // its first holder is to watch it
+	real    string // ws with symlinks resolved, when watched
+	calls   map[*Call]bool
+	mode    mode
 	// dirty asks the next call to build the watches again: the queue
 	// overflowed, the workspace folder was moved or deleted, or it did not
 	// exist yet.
 	dirty bool
-	// events holds the files with events read while calls run, with the
-	// queue read that saw them last; a call's changed files are those read
+	// events holds the files with events handled while calls run, with the
+	// queue read that saw them; a call's changed files are those read
 	// after its Begin. Emptied when no call runs, bounded by maxEvents.
 	events map[string]uint64
-	wds    map[int32]string // the watched folders
+	// wds are the folders it watched; one a folder moved to another
+	// workspace took stays until its move is handled (the Watcher's
+	// table says whose a watch is).
+	wds map[int32]string
 }
 
 // Call is one stdio tool call seen from its thread's folders: after it, it
@@ -76,7 +105,7 @@ type Call struct {
 	mode                 mode
 	seq                  uint64           // the queue read before the call
 	before               map[string]Stamp // modeWalk: the snapshot before
-	// Guarded by w.mu:
+	// Guarded by t.mu:
 	ended      bool
 	overlapped bool
 	lost       bool // events were lost while it ran: it reports nothing
@@ -86,40 +115,103 @@ type Call struct {
 // is idempotent): a stdio session holds them for its life, so its calls
 // find them built. Calls hold them too, so Acquire is an optimisation only.
 func (w *Watcher) Acquire(workspace string) (release func()) {
-	w.mu.Lock()
-	t, _ := w.acquireLocked(workspace)
-	w.mu.Unlock()
+	t := w.acquire(workspace)
+	t.mu.Lock()
+	w.buildFirstLocked(t)
+	t.mu.Unlock()
 	return sync.OnceFunc(func() {
-		w.mu.Lock()
+		t.mu.Lock()
 		w.releaseLocked(t)
-		w.mu.Unlock()
+		t.mu.Unlock()
 	})
 }
 
-// acquireLocked returns the tree of ws with one more reference, building
-// it on the first (built is then true).
-func (w *Watcher) acquireLocked(ws string) (t *tree, built bool) {
-	t = w.trees[ws]
+// acquire returns the tree of ws with one more reference, a new one (to
+// be built by buildFirstLocked) if ws is not held.
+func (w *Watcher) acquire(ws string) *tree {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.trees[ws]
 	if t == nil {
-		t = &tree{ws: ws, calls: map[*Call]bool{}, wds: map[int32]string{}}
+		t = &tree{ws: ws, unbuilt: true, calls: map[*Call]bool{}, wds: map[int32]string{}}
 		w.trees[ws] = t
-		w.buildLocked(t)
-		built = true
 	}
 	t.refs++
-	return t, built
+	return t
 }
 
-// releaseLocked drops a reference to t; the last removes its watches.
-func (w *Watcher) releaseLocked(t *tree) {
-	if t.refs--; t.refs > 0 {
-		return
+// buildFirstLocked builds t if nobody has, reporting whether it did.
+func (w *Watcher) buildFirstLocked(t *tree) bool {
+	if !t.unbuilt {
+		return false
 	}
-	w.unwatchLocked(t)
+	t.unbuilt = false
+	w.buildLocked(t)
+	return true
+}
+
+// releaseLocked drops a reference to t; the last removes its watches (the
+// instance's last closes it).
+func (w *Watcher) releaseLocked(t *tree) {
+	w.mu.Lock()
+	last := w.unrefLocked(t)
+	w.mu.Unlock()
+	if last {
+		w.unwatchLocked(t)
+	}
+}
+
+// unrefLocked, with the Watcher's lock held, drops a reference to t and
+// reports whether it was the last (then t is no longer held, and its
+// watches are to be removed).
+func (w *Watcher) unrefLocked(t *tree) bool {
+	if t.refs--; t.refs > 0 {
+		return false
+	}
 	delete(w.trees, t.ws)
 	if len(w.trees) == 0 {
 		w.closeLocked()
 	}
+	return true
+}
+
+// drain reads the queue until it is empty, giving each event to its tree:
+// every event queued before drain was called has been given when it
+// returns.
+func (w *Watcher) drain() {
+	w.mu.Lock()
+	w.readAllLocked()
+	w.mu.Unlock()
+}
+
+// readAllLocked, with the Watcher's lock held, reads the queue until it
+// is empty, letting the lock go between two reads (another workspace's
+// call may read then: an event read is given in the hold that read it).
+func (w *Watcher) readAllLocked() {
+	for w.readLocked() {
+		w.mu.Unlock()
+		w.mu.Lock()
+	}
+}
+
+// catchUpLocked drains the queue, then handles t's events, in order and
+// holding only t's lock: with begin set (a call starting), those read
+// until the queue was empty, and t runs a call from that read on (its
+// files' events are kept for it); else all. It returns that read.
+func (w *Watcher) catchUpLocked(t *tree, begin bool) uint64 {
+	w.mu.Lock()
+	w.readAllLocked()
+	seq, upTo := w.seq, uint64(math.MaxUint64)
+	if begin {
+		t.calling++
+		upTo = seq
+	}
+	evs := t.pending.take(upTo)
+	w.mu.Unlock()
+	for i := range evs {
+		w.eventLocked(t, &evs[i])
+	}
+	return seq
 }
 
 // setModeLocked changes how t is tracked; leaving modeWatch loses the
@@ -139,10 +231,10 @@ func (w *Watcher) loseLocked(t *tree) {
 	t.events = nil
 }
 
-// recordLocked notes an event on file p at the current queue read, when a
-// call runs to want it. Past maxEvents files the running calls lose theirs:
-// an agent writing a million files in one call cannot grow it unbounded.
-func (w *Watcher) recordLocked(t *tree, p string) {
+// recordLocked notes an event on file p at queue read seq, when a call
+// runs to want it. Past maxEvents files the running calls lose theirs: an
+// agent writing a million files in one call cannot grow it unbounded.
+func (w *Watcher) recordLocked(t *tree, p string, seq uint64) {
 	if len(t.calls) == 0 {
 		return
 	}
@@ -153,34 +245,37 @@ func (w *Watcher) recordLocked(t *tree, p string) {
 		w.loseLocked(t)
 		return
 	}
-	t.events[p] = w.seq
+	t.events[p] = max(t.events[p], seq)
 }
 
 // Begin registers a call in workspace (inside the user-data folder root,
 // with the server working in cwd) and marks where its changes start. The
 // caller must call End (Rewrite and Text do not).
 func (w *Watcher) Begin(root, workspace, cwd string) *Call {
-	w.mu.Lock()
-	t, built := w.acquireLocked(workspace)
+	t := w.acquire(workspace)
+	t.mu.Lock()
+	built := w.buildFirstLocked(t)
 	stillLarge := false
 	if !built && !t.dirty && t.mode == modeTooLarge {
-		// Counted without the lock, which every workspace's calls take.
-		w.mu.Unlock()
+		// Counted without the lock, which every call in the workspace takes.
+		t.mu.Unlock()
 		stillLarge = w.tooLarge(workspace)
-		w.mu.Lock()
+		t.mu.Lock()
 	}
-	w.drainLocked() // what is queued now happened before the call
+	// What is queued now happened before the call; what is read later,
+	// after it (handled once the call is registered).
+	seq := w.catchUpLocked(t, true)
 	if !built && (t.dirty || (t.mode == modeTooLarge && !stillLarge)) {
 		w.loseLocked(t) // events in the gap between the watches would be missed
 		w.unwatchLocked(t)
 		w.buildLocked(t)
 	}
-	c := &Call{w: w, t: t, root: root, workspace: workspace, cwd: cwd, mode: t.mode, seq: w.seq}
+	c := &Call{w: w, t: t, root: root, workspace: workspace, cwd: cwd, mode: t.mode, seq: seq}
 	for other := range t.calls {
 		other.overlapped, c.overlapped = true, true
 	}
 	t.calls[c] = true
-	w.mu.Unlock()
+	t.mu.Unlock()
 	if c.mode == modeWalk {
 		// Registered first, so a call starting during the snapshot is seen.
 		c.before = Snapshot(workspace)
@@ -193,8 +288,8 @@ func (c *Call) End() {
 	if c == nil {
 		return
 	}
-	c.w.mu.Lock()
-	defer c.w.mu.Unlock()
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
 	c.endLocked()
 }
 
@@ -205,12 +300,16 @@ func (c *Call) endLocked() {
 		return
 	}
 	c.ended = true
-	t := c.t
+	t, w := c.t, c.w
 	delete(t.calls, c)
+	w.mu.Lock()
+	t.calling--
+	oldest := w.seq
+	last := w.unrefLocked(t)
+	w.mu.Unlock()
 	if len(t.calls) == 0 {
 		t.events = nil
 	} else if len(t.events) > 0 {
-		oldest := c.w.seq
 		for o := range t.calls {
 			oldest = min(oldest, o.seq)
 		}
@@ -220,7 +319,9 @@ func (c *Call) endLocked() {
 			}
 		}
 	}
-	c.w.releaseLocked(t)
+	if last {
+		w.unwatchLocked(t)
+	}
 }
 
 // changed lists the files the call created or modified, sorted, and ends
@@ -231,13 +332,14 @@ func (c *Call) changed() ([]string, bool) {
 		// Taken while the call is still registered.
 		out = Changed(c.workspace, c.before)
 	}
-	w := c.w
-	w.mu.Lock()
+	w, t := c.w, c.t
+	t.mu.Lock()
 	var candidates []string
 	if c.mode == modeWatch && !c.ended {
 		// The server's writes returned before its answer was sent, so
-		// their events are queued by now.
-		w.drainLocked()
+		// their events are queued by now: read (by this call or another)
+		// when the queue is found empty, and handled here.
+		w.catchUpLocked(t, false)
 		if !c.lost {
 			for p, s := range c.t.events {
 				if s > c.seq {
@@ -248,7 +350,7 @@ func (c *Call) changed() ([]string, bool) {
 	}
 	c.endLocked()
 	overlapped := c.overlapped
-	w.mu.Unlock()
+	t.mu.Unlock()
 	for _, p := range candidates {
 		// Deleted since, replaced by a folder or a symlink: not reported.
 		if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {

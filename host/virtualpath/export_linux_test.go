@@ -13,6 +13,21 @@ func (w *Watcher) Watches() (int, bool) {
 // changing a limit every user of the machine shares.
 func (w *Watcher) ExhaustWatches(workspace string) {
 	w.mu.Lock()
+	t := w.trees[workspace]
+	w.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w.degradeLocked(t, errNoWatches)
+}
+
+// OnWatch calls f with each folder made, moved in or moved away before it
+// is handled, with only its workspace's lock held: a test blocks one
+// workspace's handling in it.
+func (w *Watcher) OnWatch(f func(dir string)) { w.watchHook = f }
+
+// SetPendingBound lowers the bound of one workspace's unhandled events.
+func (w *Watcher) SetPendingBound(n int) {
+	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.degradeLocked(w.trees[workspace], errNoWatches)
+	w.maxPending = n
 }

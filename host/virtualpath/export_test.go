@@ -18,10 +18,12 @@ func (w *Watcher) Workspaces() int {
 // Mode names how workspace's changes are found now ("" if not held).
 func (w *Watcher) Mode(workspace string) string {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	t := w.trees[workspace]
+	w.mu.Unlock()
 	if t == nil {
 		return ""
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return [...]string{modeWatch: "watch", modeWalk: "walk", modeTooLarge: "too large"}[t.mode]
 }

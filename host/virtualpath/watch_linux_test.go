@@ -1,6 +1,7 @@
 package virtualpath_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -225,5 +226,148 @@ func TestWatchSymlinkCannotStealAnotherWorkspace(t *testing.T) {
 	})
 	if !slices.Equal(got, virtual("top.txt", "v/new.txt")) {
 		t.Fatalf("the victim's call lists %q, want top.txt and v/new.txt", got)
+	}
+}
+
+// An agent moving a large folder tree out of its workspace and back in,
+// again and again, delays no other workspace's calls: handling the moves
+// (thousands of watches removed, then added and the folders read) holds
+// only its own workspace. With that handling stopped in the middle, each
+// time, a call in another workspace begins, lists its file and ends; under
+// one lock for every workspace it would wait for ever.
+func TestWatchLargeMovesDoNotBlockOtherWorkspaces(t *testing.T) {
+	a, b := newEnv(t), newEnv(t)
+	tree, away := filepath.Join(a.ws, "tree"), filepath.Join(a.outside, "tree")
+	for i := range 3000 { // 3,031 folders
+		if err := os.MkdirAll(filepath.Join(tree, strconv.Itoa(i/100), strconv.Itoa(i%100)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(tree, "0", "0", "f.txt"), "x")
+	w := virtualpath.NewWatcher()
+	handling, resume, stop := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	defer close(stop) // a failed test leaves A's handling stopped no more
+	w.OnWatch(func(dir string) {
+		if dir != tree {
+			return
+		}
+		select {
+		case handling <- struct{}{}:
+			select {
+			case <-resume:
+			case <-stop:
+			}
+		case <-stop:
+		}
+	})
+	defer w.Acquire(a.ws)()
+	defer w.Acquire(b.ws)()
+	const cycles = 3
+	type result struct {
+		raw json.RawMessage
+		err error
+	}
+	results := make(chan result, cycles)
+	go func() {
+		for range cycles {
+			c := w.Begin(a.root, a.ws, a.ws)
+			err := os.Rename(tree, away)
+			if err == nil {
+				err = os.Rename(away, tree)
+			}
+			raw := c.Rewrite(textResult("done"))
+			c.End()
+			if results <- (result{raw, err}); err != nil {
+				return
+			}
+		}
+	}()
+	n := 0
+	for range cycles {
+		for _, step := range []string{"moved away", "moved in"} {
+			<-handling
+			name := fmt.Sprintf("b%d.txt", n)
+			n++
+			got := call(t, w, b, func() { write(t, filepath.Join(b.ws, name), "b") })
+			if !slices.Equal(got, virtual(name)) {
+				t.Fatalf("B's call while A's tree is %s lists %q", step, got)
+			}
+			resume <- struct{}{}
+		}
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := changedOf(t, r.raw); !slices.Equal(got, virtual("tree/0/0/f.txt")) {
+			t.Fatalf("A's call lists %q", got)
+		}
+	}
+	if n, _ := w.Watches(); n != 3031+2 {
+		t.Fatalf("%d watches, want the tree's, A's and B's", n)
+	}
+}
+
+// Past the bound of events read and not yet handled, a workspace's events
+// are lost as in an overflow of the queue, and no other workspace's: the
+// flooding workspace's call reports nothing, another's lists its file, and
+// the next call in the first is tracked again.
+func TestWatchPendingBoundIsPerWorkspace(t *testing.T) {
+	a, b := newEnv(t), newEnv(t)
+	w := virtualpath.NewWatcher()
+	w.SetPendingBound(10)
+	defer w.Acquire(a.ws)()
+	defer w.Acquire(b.ws)()
+	ca := w.Begin(a.root, a.ws, a.ws)
+	cb := w.Begin(b.root, b.ws, b.ws)
+	for i := range 20 { // three events each
+		write(t, filepath.Join(a.ws, fmt.Sprintf("a%d", i)), "a")
+	}
+	write(t, filepath.Join(b.ws, "b.txt"), "b")
+	gotB := changedOf(t, cb.Rewrite(textResult("done"))) // reads A's events too
+	gotA := changedOf(t, ca.Rewrite(textResult("done")))
+	ca.End()
+	cb.End()
+	if gotA != nil || !slices.Equal(gotB, virtual("b.txt")) {
+		t.Fatalf("A lists %q, B lists %q", gotA, gotB)
+	}
+	if got := call(t, w, a, func() { write(t, filepath.Join(a.ws, "d", "after.txt"), "a") }); !slices.Equal(got, virtual("d/after.txt")) {
+		t.Fatalf("after the flood A lists %q (mode %q)", got, w.Mode(a.ws))
+	}
+}
+
+// A workspace removing more watches than the kernel's queue holds (a tree
+// larger than max_queued_events moved away) does not overflow it with their
+// IN_IGNORED events: another workspace's call running meanwhile still lists
+// its file.
+func TestWatchLargeTreeMovedAwayKeepsTheQueue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes more folders than the queue holds events")
+	}
+	raw, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Skip(err)
+	}
+	queue, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || queue > 100_000 {
+		t.Skipf("max_queued_events %q", raw)
+	}
+	a, b := newEnv(t), newEnv(t)
+	tree, away := filepath.Join(a.ws, "tree"), filepath.Join(a.outside, "tree")
+	for i := range queue + 1000 {
+		if err := os.MkdirAll(filepath.Join(tree, strconv.Itoa(i/100), strconv.Itoa(i%100)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := virtualpath.NewWatcher()
+	defer w.Acquire(a.ws)()
+	defer w.Acquire(b.ws)()
+	cb := w.Begin(b.root, b.ws, b.ws)
+	write(t, filepath.Join(b.ws, "b.txt"), "b")
+	call(t, w, a, func() { rename(t, tree, away) }) // its watches removed
+	call(t, w, a, func() { rename(t, away, tree) })
+	got := changedOf(t, cb.Rewrite(textResult("done")))
+	cb.End()
+	if !slices.Equal(got, virtual("b.txt")) {
+		t.Fatalf("B lists %q", got)
 	}
 }
