@@ -183,7 +183,10 @@ func TestBigResultsStayWithinTheEventBudget(t *testing.T) {
 				t.Fatalf("%s, call %d: a %d-byte result, want %d", name, i, len(text), size)
 			}
 			events, bytes, total := door.events.held(c.GetSessionId())
-			if events == 0 {
+			// A result within the event size is itself an event; one over it
+			// leaves only its progress, which may lose the race with the
+			// result (it is then not an event of this stream).
+			if events == 0 && name == "within it" {
 				t.Fatalf("%s: no events held: the calls were not answered on event streams", name)
 			}
 			if bytes > limits.sessionBytes || total > limits.totalBytes {
