@@ -436,3 +436,33 @@ func TestEventStreamsAndTheirLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleKeepAliveConnectionsAreClosed: a client that keeps a connection
+// open after its answer and sends nothing more is disconnected once the
+// idle timeout passes, so idle clients cannot hold the connection cap.
+func TestIdleKeepAliveConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
+	t.Cleanup(cache.Close)
+	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{
+		IdleTimeout: 300 * time.Millisecond}}))
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// A hang guard, not a timing assertion: the server closes long before.
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(conn) // the answer, then EOF when the server closes
+	if err != nil {
+		t.Fatalf("the idle connection was not closed by the server: %v (read %q)", err, got)
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.1 200") {
+		t.Errorf("answer before the close %q, want 200", got)
+	}
+}
