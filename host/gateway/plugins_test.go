@@ -269,14 +269,7 @@ func TestPluginFileChangeReloads(t *testing.T) {
 	dir := t.TempDir()
 	pluginFiles(t, dir, map[string]string{"policy.wasm": argpolicySrc})
 	// One config both plugins understand: each ignores the other's field.
-	a, _ := newPluginAPI(t, dir, fmt.Sprintf(`{"mcpServers": {"http": {"type": "http", "url": %q}},
-	  "mcpInterceptors": [{"kind": "wasm", "path": "./policy.wasm",
-	    "config": {"deny": [{"pattern": "rm -rf", "message": "blocked"}], "patterns": ["sk-[a-z0-9]+"]}}]}`,
-		testmcp.StartHTTP(t, "http")+"/mcp"))
-	echo := func(msg string) (int, map[string]any) {
-		code, res, _ := a.call("k-alice", "http_echo", `{"arguments": {"message": "`+msg+`"}}`)
-		return code, res
-	}
+	echo := policyEcho(t, dir)
 	code, res := echo("rm -rf /")
 	denied(t, code, res, "blocked")
 	if code, res = echo("sk-abc123"); text(res) != "Echo: sk-abc123" {
@@ -415,14 +408,7 @@ func TestPluginSwapKeepingSizeAndMtime(t *testing.T) {
 	if err := os.Chtimes(path, mtime, mtime); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := newPluginAPI(t, dir, fmt.Sprintf(`{"mcpServers": {"http": {"type": "http", "url": %q}},
-	  "mcpInterceptors": [{"kind": "wasm", "path": "./policy.wasm",
-	    "config": {"deny": [{"pattern": "rm -rf", "message": "blocked"}], "patterns": ["sk-[a-z0-9]+"]}}]}`,
-		testmcp.StartHTTP(t, "http")+"/mcp"))
-	echo := func(msg string) (int, map[string]any) {
-		code, res, _ := a.call("k-alice", "http_echo", `{"arguments": {"message": "`+msg+`"}}`)
-		return code, res
-	}
+	echo := policyEcho(t, dir)
 	code, res := echo("rm -rf /")
 	denied(t, code, res, "blocked")
 
@@ -470,4 +456,20 @@ func padWasm(t *testing.T, b []byte, size int) []byte {
 	}
 	t.Fatalf("cannot pad %d bytes to %d", len(b), size)
 	return nil
+}
+
+// policyEcho serves an HTTP echo server behind ./policy.wasm in dir, with a
+// config both the argument policy and the redactor understand (each
+// ignores the other's field), and returns alice's echo call.
+func policyEcho(t *testing.T, dir string) func(msg string) (int, map[string]any) {
+	t.Helper()
+	a, _ := newPluginAPI(t, dir, fmt.Sprintf(`{"mcpServers": {"http": {"type": "http", "url": %q}},
+	  "mcpInterceptors": [{"kind": "wasm", "path": "./policy.wasm",
+	    "config": {"deny": [{"pattern": "rm -rf", "message": "blocked"}], "patterns": ["sk-[a-z0-9]+"]}}]}`,
+		testmcp.StartHTTP(t, "http")+"/mcp"))
+	echo := func(msg string) (int, map[string]any) {
+		code, res, _ := a.call("k-alice", "http_echo", `{"arguments": {"message": "`+msg+`"}}`)
+		return code, res
+	}
+	return echo
 }

@@ -5,14 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/antler-mcp/antler/host/gateway"
-	"github.com/antler-mcp/antler/host/principal"
-	"github.com/antler-mcp/antler/internal/testnpm"
-	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 // TestSpecTaskThroughTheMCPDoor calls server-everything's research tool,
@@ -21,12 +15,7 @@ import (
 // submitted as a durable task and answers with an Antler task id, not
 // made as a plain upstream call by the door's fast path.
 func TestSpecTaskThroughTheMCPDoor(t *testing.T) {
-	doc := fmt.Sprintf(`{"mcpServers": {"everything": {"command": "node", "args": [%q]}}}`, testnpm.Everything(t))
-	rt := testtask.New(t, doc, testtask.FastConfig())
-	rt.Service.Start()
-	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
-	srv := httptest.NewServer(gw.Handler())
-	t.Cleanup(func() { gw.Close(); srv.Close() })
+	srv := everythingTaskGateway(t)
 	post := func(hdr map[string]string, msg string) (*http.Response, []byte) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(msg))

@@ -18,12 +18,7 @@ import (
 // task_toolsets entry: the call answers with an Antler task id at once, and
 // the task API shows the task completed with the report.
 func TestSpecTaskThroughTheRESTDoor(t *testing.T) {
-	doc := fmt.Sprintf(`{"mcpServers": {"everything": {"command": "node", "args": [%q]}}}`, testnpm.Everything(t))
-	rt := testtask.New(t, doc, testtask.FastConfig())
-	rt.Service.Start()
-	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
-	srv := httptest.NewServer(gw.Handler())
-	t.Cleanup(func() { gw.Close(); srv.Close() })
+	srv := everythingTaskGateway(t)
 	a := &api{t: t, url: srv.URL}
 
 	code, res := a.do("POST", "/api/mcp/tools/everything_simulate-research-query/call", `{"arguments": {"topic": "doors"}, "thread_id": "t1"}`)
@@ -47,4 +42,17 @@ func TestSpecTaskThroughTheRESTDoor(t *testing.T) {
 	if detail["task_name"] != "everything_simulate-research-query" {
 		t.Errorf("task_name = %v", detail["task_name"])
 	}
+}
+
+// everythingTaskGateway serves a key-less gateway over server-everything
+// (stdio) with the durable runtime running, for the spec-task door tests.
+func everythingTaskGateway(t *testing.T) *httptest.Server {
+	t.Helper()
+	doc := fmt.Sprintf(`{"mcpServers": {"everything": {"command": "node", "args": [%q]}}}`, testnpm.Everything(t))
+	rt := testtask.New(t, doc, testtask.FastConfig())
+	rt.Service.Start()
+	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(func() { gw.Close(); srv.Close() })
+	return srv
 }

@@ -50,16 +50,23 @@ func doc(server string) string { return `{"mcpServers": {"everything": ` + serve
 // with no task_toolsets entry.
 func researchTool(t *testing.T, cache *toolcache.Cache) toolcache.Tool {
 	t.Helper()
+	tool := listedTool(t, cache, exposed)
+	if tool.TaskSupport != "required" || !tool.IsDurable() || tool.TaskToolset != nil {
+		t.Fatalf("%s: task support %q, durable %v, toolset %v; want a required MCP task tool", research, tool.TaskSupport, tool.IsDurable(), tool.TaskToolset)
+	}
+	return tool
+}
+
+// listedTool is the tool the cache lists as name.
+func listedTool(t testing.TB, cache *toolcache.Cache, name string) toolcache.Tool {
+	t.Helper()
 	snap, err := cache.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	tool, ok := snap.Tool(exposed)
+	tool, ok := snap.Tool(name)
 	if !ok {
-		t.Fatalf("%s is not listed; servers: %+v", research, snap.ServerStatuses())
-	}
-	if tool.TaskSupport != "required" || !tool.IsDurable() || tool.TaskToolset != nil {
-		t.Fatalf("%s: task support %q, durable %v, toolset %v; want a required MCP task tool", research, tool.TaskSupport, tool.IsDurable(), tool.TaskToolset)
+		t.Fatalf("%s is not listed; servers: %+v", name, snap.ServerStatuses())
 	}
 	return tool
 }

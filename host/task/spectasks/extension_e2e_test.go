@@ -46,14 +46,7 @@ func jobsDoc(server string) string { return `{"mcpServers": {"jobs": ` + server 
 // jobsTool is long_job as agents see it: a durable tool of the extension.
 func jobsTool(t testing.TB, cache *toolcache.Cache) toolcache.Tool {
 	t.Helper()
-	snap, err := cache.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool, ok := snap.Tool(jobExposed)
-	if !ok {
-		t.Fatalf("%s is not listed; servers: %+v", jobExposed, snap.ServerStatuses())
-	}
+	tool := listedTool(t, cache, jobExposed)
 	if !tool.TaskExtension || !tool.IsDurable() || tool.TaskSupport != "" {
 		t.Fatalf("%s: extension %v, durable %v, task support %q; want a 2026-07-28 task tool", jobExposed, tool.TaskExtension, tool.IsDurable(), tool.TaskSupport)
 	}
