@@ -268,7 +268,6 @@ func TestMissingPluginFailsClosed(t *testing.T) {
 func TestPluginFileChangeReloads(t *testing.T) {
 	dir := t.TempDir()
 	pluginFiles(t, dir, map[string]string{"policy.wasm": argpolicySrc})
-	// One config both plugins understand: each ignores the other's field.
 	echo := policyEcho(t, dir)
 	code, res := echo("rm -rf /")
 	denied(t, code, res, "blocked")

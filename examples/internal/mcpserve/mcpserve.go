@@ -29,6 +29,15 @@ const (
 	SSE   = "sse"
 )
 
+// CheckTransport reports an error unless t is one of the three transports.
+func CheckTransport(t string) error {
+	switch t {
+	case Stdio, HTTP, SSE:
+		return nil
+	}
+	return fmt.Errorf("unknown transport %q: want stdio, http or sse", t)
+}
+
 // ShutdownGrace bounds graceful HTTP shutdown. It stays below the five
 // seconds test harnesses wait after SIGTERM before they kill.
 const ShutdownGrace = 3 * time.Second

@@ -64,10 +64,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	switch cfg.transport {
-	case mcpserve.Stdio, mcpserve.HTTP, mcpserve.SSE:
-	default:
-		return config{}, fmt.Errorf("unknown transport %q: want stdio, http or sse", cfg.transport)
+	if err := mcpserve.CheckTransport(cfg.transport); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
 }

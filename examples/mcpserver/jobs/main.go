@@ -67,10 +67,8 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	if err := flags.Parse(args); err != nil {
 		return config{}, err
 	}
-	switch cfg.transport {
-	case mcpserve.Stdio, mcpserve.HTTP, mcpserve.SSE:
-	default:
-		return config{}, fmt.Errorf("unknown transport %q: want stdio, http or sse", cfg.transport)
+	if err := mcpserve.CheckTransport(cfg.transport); err != nil {
+		return config{}, err
 	}
 	return cfg, nil
 }
