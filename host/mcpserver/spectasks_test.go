@@ -37,12 +37,19 @@ const submitTool = "reports_submit_report"
 // headers_from_context JSON ("" for none).
 func newTaskHost(t *testing.T, headersFromContext string, keys ...settings.Key) *host {
 	t.Helper()
+	return newToolsetHost(t, testtask.ReportsToolset, headersFromContext, keys...)
+}
+
+// newToolsetHost is newTaskHost with the reports server's task_toolsets
+// entry toolset.
+func newToolsetHost(t *testing.T, toolset, headersFromContext string, keys ...settings.Key) *host {
+	t.Helper()
 	extra := ""
 	if headersFromContext != "" {
 		extra = `"headers_from_context": ` + headersFromContext + `,`
 	}
 	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, %s %s}}}`,
-		testmcp.StartReportsHTTP(t)+"/mcp", extra, testtask.ReportsToolset)
+		testmcp.StartReportsHTTP(t)+"/mcp", extra, toolset)
 	rt := testtask.New(t, doc, testtask.FastConfig())
 	cache, svc := rt.Cache, rt.Service
 	svc.Start()
@@ -131,6 +138,7 @@ func rawCall(t *testing.T, c *client.Client, method string, params map[string]an
 	return reply
 }
 
+// taskOf is the Task of a 2025-11-25 CreateTaskResult, {task: Task}.
 func taskOf(t *testing.T, m map[string]any) map[string]any {
 	t.Helper()
 	tk, _ := m["task"].(map[string]any)
@@ -138,6 +146,20 @@ func taskOf(t *testing.T, m map[string]any) map[string]any {
 		t.Fatalf("no task in %v", m)
 	}
 	return tk
+}
+
+// createdID is the task id of a 2026-07-28 CreateTaskResult: flat, the
+// Task's fields beside resultType "task".
+func createdID(t *testing.T, m map[string]any) string {
+	t.Helper()
+	id, _ := m["taskId"].(string)
+	if _, nested := m["task"]; nested || m["resultType"] != "task" || !strings.HasPrefix(id, "mcp-task-") || m["status"] == nil || m["createdAt"] == nil {
+		t.Fatalf("not a flat 2026-07-28 CreateTaskResult: %v", m)
+	}
+	if ttl, ok := m["ttlMs"]; !ok || ttl != nil {
+		t.Fatalf("CreateTaskResult ttlMs %v (present %v), want null", ttl, ok)
+	}
+	return id
 }
 
 // TestSpecTasks20251125 drives a 2025-11-25 session through the whole
@@ -251,7 +273,7 @@ func TestSpecTasks20260728(t *testing.T) {
 	if code != 200 || m["resultType"] != "task" {
 		t.Fatalf("submit: %d %v", code, m)
 	}
-	id := taskOf(t, m)["taskId"].(string)
+	id := createdID(t, m)
 
 	if code, r := h.modern("ka", "tasks/get", "", map[string]any{"taskId": id}, true); code != 400 || r.Error == nil || r.Error.Code != mcp.HEADER_MISMATCH {
 		t.Errorf("tasks/get without Mcp-Name: %d %+v", code, r.Error)
@@ -283,7 +305,7 @@ func TestSpecTasks20260728(t *testing.T) {
 	}
 
 	_, long := h.modern("ka", "tools/call", submitTool, map[string]any{"name": submitTool, "arguments": map[string]any{"topic": "q4", "delay_ms": 60000}}, true)
-	longID := taskOf(t, long.object(t))["taskId"].(string)
+	longID := createdID(t, long.object(t))
 	_, cancelled := h.modern("ka", "tasks/cancel", longID, map[string]any{"taskId": longID}, true)
 	if ack := cancelled.object(t); len(ack) != 1 || ack["resultType"] != "complete" {
 		t.Errorf("tasks/cancel ack: %v", ack)
