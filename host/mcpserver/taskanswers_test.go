@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/mcpserver"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
@@ -468,4 +469,48 @@ func (n never) Elicit(ctx context.Context, _ mcp.ElicitationRequest) (*mcp.Elici
 	case <-ctx.Done():
 	}
 	return nil, context.Canceled
+}
+
+// TestAntlerBehindAntler2026 puts one Antler's /mcp behind another as a
+// streamable-HTTP upstream: the outer host's 2026-07-28 extension driver
+// (host/task/spectasks) parses what the inner door emits, the flat
+// CreateTaskResult, the DetailedTask and its inputRequests, and answers
+// with tasks/update. A 2026-07-28 client of the outer host answers the
+// question with tasks/update there; the answer travels through both
+// hosts' stores and drivers to the reports server, and the report that
+// reflects it comes back inlined in the outer tasks/get.
+func TestAntlerBehindAntler2026(t *testing.T) {
+	inner := answerHost(t)
+	doc := fmt.Sprintf(`{"mcpServers": {"inner": {"type": "http", "url": %q, "headers": {"Authorization": "Bearer ka"}}}}`, inner.url+"/mcp")
+	rt := testtask.New(t, doc, testtask.FastConfig())
+	rt.Service.Start()
+	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(twoKeys), Tasks: rt.Service})
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(func() { gw.Close(); srv.Close() })
+	outer := &host{t: t, url: srv.URL}
+
+	const tool = "inner_" + submitTool
+	_, created := outer.modern("ka", "tools/call", tool, map[string]any{"name": tool,
+		"arguments": map[string]any{"topic": "margins", "delay_ms": 0, "ask": askQuestion}}, true)
+	id := createdID(t, created.object(t))
+	if row, err := rt.Store.Get(context.Background(), id, "alice"); err != nil || row.DriverName != "mcp-tasks-2026-07-28" {
+		t.Fatalf("outer row %+v (%v), want it on the extension driver", row.DriverName, err)
+	}
+	d := outer.waitDetail("ka", id, "input_required")
+	var key string
+	for k, v := range d["inputRequests"].(map[string]any) {
+		key = k
+		if p, _ := v.(map[string]any)["params"].(map[string]any); p["message"] != askQuestion {
+			t.Errorf("the inner question as the outer host asks it: %v", v)
+		}
+	}
+	status, r := outer.modern("ka", "tasks/update", id, map[string]any{"taskId": id,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"answer": "the board"}}}}, true)
+	if status != 200 || r.Error != nil {
+		t.Fatalf("outer tasks/update: %d %+v", status, r.Error)
+	}
+	done := outer.waitDetail("ka", id, "completed")
+	if b, _ := json.Marshal(done["result"]); !strings.Contains(string(b), `the user answered {\"answer\":\"the board\"}`) {
+		t.Errorf("the outer result does not reflect the answer: %s", b)
+	}
 }
