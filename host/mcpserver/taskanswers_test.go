@@ -514,3 +514,40 @@ func TestAntlerBehindAntler2026(t *testing.T) {
 		t.Errorf("the outer result does not reflect the answer: %s", b)
 	}
 }
+
+// TestTSSDKAnswersATaskQuestion: the official TypeScript SDK client's
+// experimental task stream (tasks/get polls, tasks/result once the task
+// waits for input) gets the durable task's question as elicitation/create
+// on the tasks/result stream, answers it, and the stream ends with the
+// report that reflects the answer; REST shows the task answered.
+func TestTSSDKAnswersATaskQuestion(t *testing.T) {
+	h := answerHost(t)
+	var run sdkRun
+	runScript(t, "sdk.mjs", "@modelcontextprotocol/sdk", map[string]any{
+		"url": h.url + "/mcp", "apiKey": "ka", "protocolVersion": "2025-11-25",
+		"headers":     map[string]string{mcpserver.HeaderThreadID: "ts-thread"},
+		"elicitation": map[string]any{"action": "accept", "content": map[string]any{"answer": "the board"}},
+		"steps":       []map[string]any{{"op": "callToolTask", "name": submitTool, "arguments": map[string]any{"topic": "margins", "delay_ms": 0, "ask": askQuestion}}},
+	}, &run)
+	if run.ConnectError != "" || len(run.Steps) != 1 || run.Steps[0].Error != "" {
+		t.Fatalf("the SDK client: %+v", run)
+	}
+	var msgs []struct {
+		Type, TaskID, Status, Error string
+		Result                      sdkResult
+	}
+	if err := json.Unmarshal(run.Steps[0].Result, &msgs); err != nil || len(msgs) < 2 {
+		t.Fatalf("task stream %s (%v)", run.Steps[0].Result, err)
+	}
+	last := msgs[len(msgs)-1]
+	if msgs[0].Type != "taskCreated" || last.Type != "result" || !strings.Contains(last.Result.text(), `the user answered {"answer":"the board"}`) {
+		t.Errorf("task stream: %+v", msgs)
+	}
+	asked, _ := json.Marshal(run.Elicitations)
+	if len(run.Elicitations) != 1 || run.Elicitations[0]["message"] != askQuestion || !strings.Contains(string(asked), `"taskId":"`+msgs[0].TaskID+`"`) {
+		t.Errorf("elicitations the SDK client answered: %s", asked)
+	}
+	if _, view := h.restTask("ka", "ts-thread", msgs[0].TaskID); view["status"] != "completed" || answerStatus(view) != "delivered" {
+		t.Errorf("REST: %v, want the task completed with the answer delivered", view)
+	}
+}
