@@ -382,11 +382,20 @@ func (h *host) openListen(ctx context.Context, headers map[string]string, taskID
 	h.t.Helper()
 	params := map[string]any{"notifications": map[string]any{"taskIds": taskIDs}, "_meta": modernMeta(true)}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": params})
-	req, _ := http.NewRequestWithContext(ctx, "POST", h.url+"/mcp", strings.NewReader(string(body)))
+	hdr := map[string]string{mcp.HeaderProtocolVersion: mcp.ProtocolVersion20260728, mcp.HeaderMethod: "subscriptions/listen"}
+	for k, v := range headers {
+		hdr[k] = v
+	}
+	return h.streamPost(ctx, hdr, string(body))
+}
+
+// streamPost posts msg to /mcp with headers and returns the response
+// unread (its body is closed at the test's end, or when ctx ends).
+func (h *host) streamPost(ctx context.Context, headers map[string]string, msg string) *http.Response {
+	h.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.url+"/mcp", strings.NewReader(msg))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-	req.Header.Set(mcp.HeaderMethod, "subscriptions/listen")
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -453,14 +462,7 @@ func TestTaskSubscriptionsPerPrincipalAreCapped(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
-	door := mcpserver.New(mcpserver.Options{MaxSessionsPerPrincipal: 1, SpecTasks: spectask.New(ts, nil)})
-	t.Cleanup(door.Close)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal.Principal{User: r.Header.Get("X-User"), Role: settings.RoleAgent}
-		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
-	h := &host{t: t, url: srv.URL}
+	h := doorHost(t, mcpserver.Options{MaxSessionsPerPrincipal: 1, SpecTasks: spectask.New(ts, nil)}, func(r *http.Request) string { return r.Header.Get("X-User") })
 	first, endFirst := context.WithCancel(context.Background())
 	t.Cleanup(endFirst)
 	if resp := h.openListen(first, map[string]string{"X-User": "alice"}, "mcp-task-x"); resp.StatusCode != 200 {
@@ -526,14 +528,7 @@ func TestTaskPollingKeepsTheSessionAlive(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
-	door := mcpserver.New(mcpserver.Options{SessionIdleTTL: 2 * time.Second, SpecTasks: spectask.New(ts, nil)})
-	t.Cleanup(door.Close)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal.Principal{User: "alice", Role: settings.RoleAgent}
-		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
-	h := &host{t: t, url: srv.URL}
+	h := doorHost(t, mcpserver.Options{SessionIdleTTL: 2 * time.Second, SpecTasks: spectask.New(ts, nil)}, asAlice)
 	resp, _ := h.rawPost(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"poll","version":"1"}}}`)
 	session := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
@@ -583,3 +578,19 @@ func TestSpecTaskOfAnUpstreamTaskTool(t *testing.T) {
 		t.Errorf("row %+v %v, want it on the extension driver", row.DriverName, err)
 	}
 }
+
+// doorHost serves the streamable door built from opts alone (no gateway),
+// each request as the agent userOf names.
+func doorHost(t *testing.T, opts mcpserver.Options, userOf func(*http.Request) string) *host {
+	t.Helper()
+	door := mcpserver.New(opts)
+	t.Cleanup(door.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal.Principal{User: userOf(r), Role: settings.RoleAgent}
+		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	return &host{t: t, url: srv.URL}
+}
+
+func asAlice(*http.Request) string { return "alice" }

@@ -55,21 +55,29 @@ func answerStatus(m map[string]any) string {
 	return s
 }
 
-// waitDetail polls 2026-07-28 tasks/get as key until the task has status.
-func (h *host) waitDetail(key, id, status string) map[string]any {
+// waitStatus reads the task id with read until its view has status.
+func (h *host) waitStatus(id, status string, read func() map[string]any) map[string]any {
 	h.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, r := h.modern(key, "tasks/get", id, map[string]any{"taskId": id}, true)
-		d := r.object(h.t)
-		if d["status"] == status {
-			return d
+		v := read()
+		if v["status"] == status {
+			return v
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("task %s never reached %s: %v", id, status, d)
+			h.t.Fatalf("task %s never reached %s: %v", id, status, v)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// waitDetail polls 2026-07-28 tasks/get as key until the task has status.
+func (h *host) waitDetail(key, id, status string) map[string]any {
+	h.t.Helper()
+	return h.waitStatus(id, status, func() map[string]any {
+		_, r := h.modern(key, "tasks/get", id, map[string]any{"taskId": id}, true)
+		return r.object(h.t)
+	})
 }
 
 // TestTaskUpdate20260728 answers a durable task's question through /mcp
@@ -211,17 +219,10 @@ func (h *host) elicitingClient(key string, e client.ElicitationHandler) *client.
 // waitREST polls the REST task view as key until the task has status.
 func (h *host) waitREST(key, thread, id, status string) map[string]any {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	return h.waitStatus(id, status, func() map[string]any {
 		_, view := h.restTask(key, thread, id)
-		if view["status"] == status {
-			return view
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("task %s never reached %s: %v", id, status, view)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return view
+	})
 }
 
 // TestTaskQuestionOnTasksResult20251125: mcp-go's client, declaring
@@ -386,17 +387,7 @@ func (h *host) openResult(hdr map[string]string, id string, rpcID int) (sseReade
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "POST", h.url+"/mcp", strings.NewReader(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tasks/result","params":{"taskId":%q}}`, rpcID, id)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { resp.Body.Close() })
+	resp := h.streamPost(ctx, hdr, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tasks/result","params":{"taskId":%q}}`, rpcID, id))
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		h.t.Fatalf("tasks/result of a task waiting for input: %d %s, want an SSE stream", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -440,14 +431,7 @@ func TestTaskQuestionTimesOut(t *testing.T) {
 			t.Fatal("the task never asked")
 		}
 	}
-	door := mcpserver.New(mcpserver.Options{SpecTasks: svc, TaskInputTimeout: 300 * time.Millisecond})
-	t.Cleanup(door.Close)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal.Principal{User: "alice", Role: settings.RoleAgent}
-		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
-	h := &host{t: t, url: srv.URL}
+	h := doorHost(t, mcpserver.Options{SpecTasks: svc, TaskInputTimeout: 300 * time.Millisecond}, asAlice)
 	silent := make(chan struct{})
 	t.Cleanup(func() { close(silent) })
 	c := h.elicitingClient("", never{silent})
