@@ -1,8 +1,11 @@
 // Package spectask serves Antler's durable tasks in the shapes of the MCP
 // Tasks specs: the 2025-11-25 Tasks utility (tasks/get, tasks/result,
-// tasks/list, tasks/cancel, notifications/tasks/status) and the 2026-07-28
+// tasks/list, tasks/cancel, notifications/tasks/status, and a task's
+// question asked on its tasks/result) and the 2026-07-28
 // io.modelcontextprotocol/tasks extension (resultType "task", tasks/get with
-// the result inlined, tasks/cancel, notifications/tasks). It holds no state
+// the result or inputRequests inlined, tasks/update, tasks/cancel,
+// notifications/tasks). Answers are recorded with the task service's
+// Answer, as the REST task API records them (answer.go). It holds no state
 // of its own: every task is a row of the durable task store, submitted and
 // polled by host/taskservice, so a task created through the MCP endpoint is
 // the same task the REST task API, the event stream and DeerFlow's host
