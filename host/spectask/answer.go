@@ -148,7 +148,7 @@ func (s *Service) ask(ctx context.Context, row taskstore.Task, asked map[string]
 	asked[key] = true
 	params := elicitationOf(row)
 	if row.AnswerStatus == taskstore.AnswerRefused && row.AnswerError != "" {
-		params["message"] = fmt.Sprint(params["message"], "\n\n(", msgRefused[1:], task.Truncate(row.AnswerError, task.MaxPublicErrorChars), ")")
+		params["message"] = fmt.Sprint(params["message"], "\n\n(", msgRefused, task.Truncate(row.AnswerError, task.MaxPublicErrorChars), ")")
 	}
 	params["_meta"] = map[string]any{RelatedTaskKey: map[string]string{"taskId": row.ID}}
 	b, err := marshal(params)

@@ -19,7 +19,7 @@ const (
 	msgAnswer20251125  = " Call tasks/result to be asked for it (the client must declare the elicitation capability), or answer it through Antler's REST task API."
 	msgAnswer20260728  = " Answer its inputRequests with tasks/update."
 	msgCannotAnswer    = " Antler cannot pass an answer on to this task's server; cancel the task or answer it on the server."
-	msgRefused         = " The last answer was refused: "
+	msgRefused         = "The last answer was refused: "
 	msgFailed          = "The task failed."
 	msgCancelled       = "The task was cancelled."
 )
@@ -74,7 +74,7 @@ func statusMessage(rev Revision, row taskstore.Task, canAnswer func(taskstore.Ta
 			msg += msgAnswer20251125
 		}
 		if row.AnswerStatus == taskstore.AnswerRefused && row.AnswerError != "" {
-			msg += msgRefused + task.Truncate(row.AnswerError, task.MaxPublicErrorChars)
+			msg += " " + msgRefused + task.Truncate(row.AnswerError, task.MaxPublicErrorChars)
 		}
 		return msg
 	case st.IsPollable() && row.LastPollError != "":
@@ -147,8 +147,9 @@ func (s *Service) detailOf(row taskstore.Task) map[string]any {
 const methodElicit = "elicitation/create"
 
 // InputRequestID is the id under which the question of row, a task waiting
-// for input, is asked: in the 2026-07-28 inputRequests and the 2025-11-25
-// elicitation/create. It is derived from the stored question and the id of
+// for input, is listed in the 2026-07-28 inputRequests and answered with
+// tasks/update (a 2025-11-25 tasks/result asks each question once by it).
+// It is derived from the stored question and the id of
 // the answer before it, so it names that one question: unique over the
 // task's life (every answer has a fresh id, so a question asked again after
 // an answer, or given back after a refusal, gets a new one) and the same on
