@@ -77,6 +77,7 @@ const (
 	DefaultMaxEventsPerSession     = 1024
 	DefaultMaxSessionsPerPrincipal = 64
 	DefaultMaxRoundsPerPrincipal   = 16
+	DefaultTaskInputTimeout        = 5 * time.Minute
 )
 
 // Options configure a Server.
@@ -122,6 +123,10 @@ type Options struct {
 	// ToolPageSize is the page size of tools/list (0:
 	// DefaultToolPageSize).
 	ToolPageSize int
+	// TaskInputTimeout bounds how long a 2025-11-25 tasks/result waits
+	// for its client's answer to the elicitation/create that asks a
+	// durable task's question (0: DefaultTaskInputTimeout).
+	TaskInputTimeout time.Duration
 }
 
 // Server is the MCP door.
@@ -211,6 +216,10 @@ func New(opts Options) *Server {
 	s.lives = newLifetimes(s.watchCtx)
 	if opts.SpecTasks != nil {
 		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
+		s.spec.inputTimeout = opts.TaskInputTimeout
+		if s.spec.inputTimeout <= 0 {
+			s.spec.inputTimeout = DefaultTaskInputTimeout
+		}
 	}
 	hooks := &server.Hooks{}
 	// The tool set is synced before a session is initialized, so the

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/spectask"
+	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
@@ -36,10 +38,13 @@ import (
 //     "optional", and a tools/call with params.task answered with a
 //     CreateTaskResult; tasks/get, tasks/result, tasks/list and tasks/cancel
 //     follow, and notifications/tasks/status reach the session for the
-//     tasks it created or asked about;
+//     tasks it created or asked about; a task waiting for input is asked on
+//     its tasks/result stream when the session declared elicitation
+//     (taskinput.go);
 //   - a 2026-07-28 request that declares ExtensionTasks in its client
 //     capabilities gets resultType "task" for a submit tool, tasks/get with
-//     the result inlined, tasks/cancel (both with Mcp-Name: <taskId>), and
+//     the result or the inputRequests inlined, tasks/update answering
+//     them, tasks/cancel (all three with Mcp-Name: <taskId>), and
 //     subscriptions/listen with notifications.taskIds streaming
 //     notifications/tasks;
 //   - everyone else (older revisions, a plain call, legacy HTTP+SSE) gets
@@ -76,6 +81,11 @@ type specTasks struct {
 	listens    map[string]int
 	maxListens int
 	wg         sync.WaitGroup
+
+	// inputs are the task questions sent on tasks/result streams waiting
+	// for their client's answer, for at most inputTimeout (taskinput.go).
+	inputs       inputWaits
+	inputTimeout time.Duration
 }
 
 // taskSession is one 2025-11-25 session's watchers, one per user whose
@@ -284,11 +294,13 @@ type rpcMessage struct {
 // taskParams are the params of the task methods, tools/call and
 // subscriptions/listen the door reads.
 type taskParams struct {
-	TaskID        string          `json:"taskId"`
-	Cursor        string          `json:"cursor"`
-	Name          string          `json:"name"`
-	Task          json.RawMessage `json:"task"`
-	Notifications struct {
+	TaskID string          `json:"taskId"`
+	Cursor string          `json:"cursor"`
+	Name   string          `json:"name"`
+	Task   json.RawMessage `json:"task"`
+	// InputResponses are a tasks/update's answers.
+	InputResponses json.RawMessage `json:"inputResponses"`
+	Notifications  struct {
 		TaskIDs []string `json:"taskIds"`
 	} `json:"notifications"`
 	Meta *mcp.Meta `json:"_meta"`
@@ -318,6 +330,9 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 	var msg rpcMessage
 	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcp.JSONRPC_VERSION || len(msg.ID) == 0 || string(msg.ID) == "null" {
 		return false
+	}
+	if msg.Method == "" { // a response: to a task question of the door's?
+		return !modern && s.spec.legacy(sessionID) && s.takeInputReply(w, sessionID, msg.ID, body)
 	}
 	switch msg.Method {
 	case string(mcp.MethodToolsCall), methodTasksGet, methodTasksResult, methodTasksList, methodTasksCancel, methodTasksUpdate, string(mcp.MethodSubscriptionsListen):
@@ -370,24 +385,33 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, sessionID st
 		return true
 	}
 	c := spectask.Caller{UserID: call.UserID, ThreadID: call.ThreadID}
+	st := &resultStream{w: w}
 	var res json.RawMessage
 	switch msg.Method {
 	case methodTasksGet:
 		res, err = s.spec.svc.Get(ctx, rev, c, p.TaskID)
 	case methodTasksResult:
-		res, err = s.spec.svc.Result(ctx, rev, c, p.TaskID)
+		var ask spectask.Asker
+		if rev == spectask.Rev20251125 && s.elicits(sessionID) {
+			ask = s.asker(st, sessionID)
+		}
+		res, err = s.spec.svc.ResultAsking(ctx, rev, c, p.TaskID, ask)
 	case methodTasksList:
 		res, err = s.spec.svc.List(ctx, rev, c, p.Cursor)
 	case methodTasksCancel:
 		res, err = s.spec.svc.Cancel(ctx, rev, c, p.TaskID)
-	default: // tasks/update: inputRequests cannot be answered through Antler yet
-		err = fmt.Errorf("%w: tasks/update is not served: a task's input cannot be answered through Antler yet", spectask.ErrMethodNotFound)
+	default: // tasks/update
+		res, err = s.spec.svc.Update(ctx, rev, c, p.TaskID, p.InputResponses)
 	}
 	if err == nil && rev == spectask.Rev20251125 && msg.Method != methodTasksList {
 		s.spec.track(sessionID, c.UserID, p.TaskID) // a resumed task is heard again
 	}
 	if err != nil && r.Context().Err() != nil {
 		return true // the client left
+	}
+	if st.open {
+		st.reply(msg.ID, res, s.taskError(msg.Method, err))
+		return true
 	}
 	writeRPC(w, msg.ID, res, s.taskError(msg.Method, err), modern)
 	return true
@@ -412,14 +436,22 @@ func (d discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d discard) WriteHeader(int)             {}
 
 // taskError maps a spectask error to its JSON-RPC error (nil for none).
+// An answer the task takes no answer for now (the REST route's 409) or
+// whose driver cannot pass it on (its 422) is -32602, its message saying
+// which.
 func (s *Server) taskError(method string, err error) *rpcError {
+	var ie *inputError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &ie):
+		return &ie.rpcError
 	case errors.Is(err, spectask.ErrNotFound):
 		return &rpcError{mcp.INVALID_PARAMS, "task not found"}
-	case errors.Is(err, spectask.ErrInvalidParams):
+	case errors.Is(err, spectask.ErrInvalidParams), errors.Is(err, spectask.ErrAnswerConflict), errors.Is(err, spectask.ErrCannotAnswer):
 		return &rpcError{mcp.INVALID_PARAMS, taskText(err)}
+	case errors.Is(err, taskservice.ErrNotRunning):
+		return &rpcError{mcp.INTERNAL_ERROR, "MCP task service not available"}
 	case errors.Is(err, spectask.ErrMethodNotFound):
 		return &rpcError{mcp.METHOD_NOT_FOUND, taskText(err)}
 	}
@@ -517,7 +549,7 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 		return fail(tasktools.SubmitFailure(err))
 	}
 	if !modern {
-		var created struct {
+		var created struct { // 2025-11-25: {task: Task}
 			Task struct {
 				TaskID string `json:"taskId"`
 			} `json:"task"`
@@ -599,6 +631,14 @@ func (s *Server) listenTasks(ctx context.Context, w http.ResponseWriter, r *http
 // gets resultType "complete" unless it has one (a task creation's "task"),
 // and a 2026-07-28 error its HTTP status, as mcp-go does for its own.
 func writeRPC(w http.ResponseWriter, id json.RawMessage, result json.RawMessage, e *rpcError, modern bool) {
+	status, resp := rpcResponse(id, result, e, modern)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// rpcResponse is writeRPC's response and HTTP status.
+func rpcResponse(id json.RawMessage, result json.RawMessage, e *rpcError, modern bool) (int, map[string]any) {
 	status := http.StatusOK
 	resp := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id}
 	if e != nil {
@@ -625,7 +665,5 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result json.RawMessage,
 		}
 		resp["result"] = result
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(resp)
+	return status, resp
 }

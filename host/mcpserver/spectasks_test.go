@@ -37,12 +37,19 @@ const submitTool = "reports_submit_report"
 // headers_from_context JSON ("" for none).
 func newTaskHost(t *testing.T, headersFromContext string, keys ...settings.Key) *host {
 	t.Helper()
+	return newToolsetHost(t, testtask.ReportsToolset, headersFromContext, keys...)
+}
+
+// newToolsetHost is newTaskHost with the reports server's task_toolsets
+// entry toolset.
+func newToolsetHost(t *testing.T, toolset, headersFromContext string, keys ...settings.Key) *host {
+	t.Helper()
 	extra := ""
 	if headersFromContext != "" {
 		extra = `"headers_from_context": ` + headersFromContext + `,`
 	}
 	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"type": "http", "url": %q, %s %s}}}`,
-		testmcp.StartReportsHTTP(t)+"/mcp", extra, testtask.ReportsToolset)
+		testmcp.StartReportsHTTP(t)+"/mcp", extra, toolset)
 	rt := testtask.New(t, doc, testtask.FastConfig())
 	cache, svc := rt.Cache, rt.Service
 	svc.Start()
@@ -131,6 +138,7 @@ func rawCall(t *testing.T, c *client.Client, method string, params map[string]an
 	return reply
 }
 
+// taskOf is the Task of a 2025-11-25 CreateTaskResult, {task: Task}.
 func taskOf(t *testing.T, m map[string]any) map[string]any {
 	t.Helper()
 	tk, _ := m["task"].(map[string]any)
@@ -138,6 +146,20 @@ func taskOf(t *testing.T, m map[string]any) map[string]any {
 		t.Fatalf("no task in %v", m)
 	}
 	return tk
+}
+
+// createdID is the task id of a 2026-07-28 CreateTaskResult: flat, the
+// Task's fields beside resultType "task".
+func createdID(t *testing.T, m map[string]any) string {
+	t.Helper()
+	id, _ := m["taskId"].(string)
+	if _, nested := m["task"]; nested || m["resultType"] != "task" || !strings.HasPrefix(id, "mcp-task-") || m["status"] == nil || m["createdAt"] == nil {
+		t.Fatalf("not a flat 2026-07-28 CreateTaskResult: %v", m)
+	}
+	if ttl, ok := m["ttlMs"]; !ok || ttl != nil {
+		t.Fatalf("CreateTaskResult ttlMs %v (present %v), want null", ttl, ok)
+	}
+	return id
 }
 
 // TestSpecTasks20251125 drives a 2025-11-25 session through the whole
@@ -251,7 +273,7 @@ func TestSpecTasks20260728(t *testing.T) {
 	if code != 200 || m["resultType"] != "task" {
 		t.Fatalf("submit: %d %v", code, m)
 	}
-	id := taskOf(t, m)["taskId"].(string)
+	id := createdID(t, m)
 
 	if code, r := h.modern("ka", "tasks/get", "", map[string]any{"taskId": id}, true); code != 400 || r.Error == nil || r.Error.Code != mcp.HEADER_MISMATCH {
 		t.Errorf("tasks/get without Mcp-Name: %d %+v", code, r.Error)
@@ -283,7 +305,7 @@ func TestSpecTasks20260728(t *testing.T) {
 	}
 
 	_, long := h.modern("ka", "tools/call", submitTool, map[string]any{"name": submitTool, "arguments": map[string]any{"topic": "q4", "delay_ms": 60000}}, true)
-	longID := taskOf(t, long.object(t))["taskId"].(string)
+	longID := createdID(t, long.object(t))
 	_, cancelled := h.modern("ka", "tasks/cancel", longID, map[string]any{"taskId": longID}, true)
 	if ack := cancelled.object(t); len(ack) != 1 || ack["resultType"] != "complete" {
 		t.Errorf("tasks/cancel ack: %v", ack)
@@ -360,11 +382,20 @@ func (h *host) openListen(ctx context.Context, headers map[string]string, taskID
 	h.t.Helper()
 	params := map[string]any{"notifications": map[string]any{"taskIds": taskIDs}, "_meta": modernMeta(true)}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen", "params": params})
-	req, _ := http.NewRequestWithContext(ctx, "POST", h.url+"/mcp", strings.NewReader(string(body)))
+	hdr := map[string]string{mcp.HeaderProtocolVersion: mcp.ProtocolVersion20260728, mcp.HeaderMethod: "subscriptions/listen"}
+	for k, v := range headers {
+		hdr[k] = v
+	}
+	return h.streamPost(ctx, hdr, string(body))
+}
+
+// streamPost posts msg to /mcp with headers and returns the response
+// unread (its body is closed at the test's end, or when ctx ends).
+func (h *host) streamPost(ctx context.Context, headers map[string]string, msg string) *http.Response {
+	h.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.url+"/mcp", strings.NewReader(msg))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
-	req.Header.Set(mcp.HeaderMethod, "subscriptions/listen")
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -431,14 +462,7 @@ func TestTaskSubscriptionsPerPrincipalAreCapped(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
-	door := mcpserver.New(mcpserver.Options{MaxSessionsPerPrincipal: 1, SpecTasks: spectask.New(ts, nil)})
-	t.Cleanup(door.Close)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal.Principal{User: r.Header.Get("X-User"), Role: settings.RoleAgent}
-		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
-	h := &host{t: t, url: srv.URL}
+	h := doorHost(t, mcpserver.Options{MaxSessionsPerPrincipal: 1, SpecTasks: spectask.New(ts, nil)}, func(r *http.Request) string { return r.Header.Get("X-User") })
 	first, endFirst := context.WithCancel(context.Background())
 	t.Cleanup(endFirst)
 	if resp := h.openListen(first, map[string]string{"X-User": "alice"}, "mcp-task-x"); resp.StatusCode != 200 {
@@ -504,14 +528,7 @@ func TestTaskPollingKeepsTheSessionAlive(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
-	door := mcpserver.New(mcpserver.Options{SessionIdleTTL: 2 * time.Second, SpecTasks: spectask.New(ts, nil)})
-	t.Cleanup(door.Close)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := principal.Principal{User: "alice", Role: settings.RoleAgent}
-		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
-	}))
-	t.Cleanup(srv.Close)
-	h := &host{t: t, url: srv.URL}
+	h := doorHost(t, mcpserver.Options{SessionIdleTTL: 2 * time.Second, SpecTasks: spectask.New(ts, nil)}, asAlice)
 	resp, _ := h.rawPost(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"poll","version":"1"}}}`)
 	session := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
@@ -561,3 +578,19 @@ func TestSpecTaskOfAnUpstreamTaskTool(t *testing.T) {
 		t.Errorf("row %+v %v, want it on the extension driver", row.DriverName, err)
 	}
 }
+
+// doorHost serves the streamable door built from opts alone (no gateway),
+// each request as the agent userOf names.
+func doorHost(t *testing.T, opts mcpserver.Options, userOf func(*http.Request) string) *host {
+	t.Helper()
+	door := mcpserver.New(opts)
+	t.Cleanup(door.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := principal.Principal{User: userOf(r), Role: settings.RoleAgent}
+		door.Streamable().ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
+	}))
+	t.Cleanup(srv.Close)
+	return &host{t: t, url: srv.URL}
+}
+
+func asAlice(*http.Request) string { return "alice" }

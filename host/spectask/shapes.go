@@ -2,6 +2,8 @@ package spectask
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -13,7 +15,11 @@ import (
 const (
 	msgWorking         = "Task is running in the background."
 	msgCancelRequested = "Cancellation requested; Antler keeps retrying it until the remote server answers."
-	msgInputRequired   = "The task needs input that cannot be given through MCP yet; cancel it or answer it on the server."
+	msgInputRequired   = "The task needs input."
+	msgAnswer20251125  = " Call tasks/result to be asked for it (the client must declare the elicitation capability), or answer it through Antler's REST task API."
+	msgAnswer20260728  = " Answer its inputRequests with tasks/update."
+	msgCannotAnswer    = " Antler cannot pass an answer on to this task's server; cancel the task or answer it on the server."
+	msgRefused         = "The last answer was refused: "
 	msgFailed          = "The task failed."
 	msgCancelled       = "The task was cancelled."
 )
@@ -42,8 +48,10 @@ func terminalStatus(s string) bool {
 	return s == "completed" || s == "failed" || s == "cancelled"
 }
 
-// statusMessage is the Task's statusMessage ("" for none).
-func statusMessage(rev Revision, row taskstore.Task) string {
+// statusMessage is the Task's statusMessage ("" for none); canAnswer is
+// whether the task's driver takes answers (read only for a task waiting for
+// input).
+func statusMessage(rev Revision, row taskstore.Task, canAnswer func(taskstore.Task) bool) string {
 	st := task.Status(row.Status)
 	switch {
 	case !row.CancelRequestedAt.IsZero() && !st.IsTerminal():
@@ -56,7 +64,19 @@ func statusMessage(rev Revision, row taskstore.Task) string {
 	case st == task.StatusCancelled || status(rev, row) == "cancelled":
 		return msgCancelled
 	case st == task.StatusInputRequired:
-		return msgInputRequired
+		msg := msgInputRequired
+		switch {
+		case !canAnswer(row):
+			msg += msgCannotAnswer
+		case rev == Rev20260728:
+			msg += msgAnswer20260728
+		default:
+			msg += msgAnswer20251125
+		}
+		if row.AnswerStatus == taskstore.AnswerRefused && row.AnswerError != "" {
+			msg += " " + msgRefused + task.Truncate(row.AnswerError, task.MaxPublicErrorChars)
+		}
+		return msg
 	case st.IsPollable() && row.LastPollError != "":
 		return msgWorking + " Its last status check failed: " + task.Truncate(row.LastPollError, task.MaxPublicErrorChars)
 	case st.IsPollable():
@@ -85,7 +105,7 @@ func pollInterval(row taskstore.Task) int64 {
 
 // taskOf is the spec Task of row in rev. ttl is null: Antler keeps task rows
 // without a time limit.
-func taskOf(rev Revision, row taskstore.Task) map[string]any {
+func (s *Service) taskOf(rev Revision, row taskstore.Task) map[string]any {
 	ttlKey, pollKey := "ttl", "pollInterval"
 	if rev == Rev20260728 {
 		ttlKey, pollKey = "ttlMs", "pollIntervalMs"
@@ -97,7 +117,7 @@ func taskOf(rev Revision, row taskstore.Task) map[string]any {
 		"lastUpdatedAt": timestamp(row.UpdatedAt),
 		ttlKey:          nil,
 	}
-	if msg := statusMessage(rev, row); msg != "" {
+	if msg := statusMessage(rev, row, s.ts.CanAnswer); msg != "" {
 		t["statusMessage"] = msg
 	}
 	if p := pollInterval(row); p > 0 {
@@ -109,35 +129,77 @@ func taskOf(rev Revision, row taskstore.Task) map[string]any {
 // detailOf is the 2026-07-28 DetailedTask: the Task, plus the result once
 // completed (a failed row's error result included) and inputRequests while
 // input_required.
-func detailOf(row taskstore.Task) map[string]any {
-	d := taskOf(Rev20260728, row)
+func (s *Service) detailOf(row taskstore.Task) map[string]any {
+	d := s.taskOf(Rev20260728, row)
 	switch {
 	case d["status"] == "completed":
 		d["result"] = resultOf(row)
 	case row.Status == string(task.StatusInputRequired):
-		d["inputRequests"] = inputRequests(row.InputRequired)
+		d["inputRequests"] = map[string]any{InputRequestID(row): map[string]any{
+			"method": methodElicit,
+			"params": elicitationOf(row),
+		}}
 	}
 	return d
 }
 
-// inputRequests renders DeerFlow's input_required payload as the
-// extension's inputRequests: one elicitation carrying the remote's
-// question (its "question" text, else the payload's JSON). Antler cannot
-// relay an answer (tasks/update is not served and the ordinary contract
-// has no answer tool), so the schema asks for nothing.
-func inputRequests(payload json.RawMessage) map[string]any {
-	var p struct {
-		Question string `json:"question"`
+// methodElicit is the one kind of input request Antler's tasks make.
+const methodElicit = "elicitation/create"
+
+// InputRequestID is the id under which the question of row, a task waiting
+// for input, is listed in the 2026-07-28 inputRequests and answered with
+// tasks/update (a 2025-11-25 tasks/result asks each question once by it).
+// It is derived from the stored question and the id of
+// the answer before it, so it names that one question: unique over the
+// task's life (every answer has a fresh id, so a question asked again after
+// an answer, or given back after a refusal, gets a new one) and the same on
+// every replica and after a restart, with nothing more stored.
+func InputRequestID(row taskstore.Task) string {
+	h := sha256.New()
+	h.Write([]byte(row.ID))
+	h.Write([]byte{0})
+	h.Write([]byte(row.AnswerID))
+	h.Write([]byte{0})
+	h.Write(row.InputRequired)
+	return inputIDPrefix + hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// inputIDPrefix starts every input request id.
+const inputIDPrefix = "antler-input-"
+
+// answerSchema is the form asked for when the remote's question carries no
+// schema of its own: one free-text answer.
+var answerSchema = map[string]any{"type": "object",
+	"properties": map[string]any{"answer": map[string]any{"type": "string", "title": "Answer", "description": "Your answer to the question."}},
+	"required":   []string{"answer"}}
+
+// elicitationOf renders the stored question of row as form-mode
+// elicitation/create params: a question that is an elicitation itself (a
+// spec-task remote's, with "message" and "requestedSchema") as it was
+// asked, any other (the ordinary contract's input_required payload) as its
+// "question", "message" or JSON text, with a one-field free-text form.
+func elicitationOf(row taskstore.Task) map[string]any {
+	var q struct {
+		Message         string          `json:"message"`
+		Question        string          `json:"question"`
+		RequestedSchema json.RawMessage `json:"requestedSchema"`
 	}
-	_ = json.Unmarshal(payload, &p)
-	msg := p.Question
+	_ = json.Unmarshal(row.InputRequired, &q)
+	msg := q.Message
 	if msg == "" {
-		msg = string(payload)
+		msg = q.Question
 	}
-	return map[string]any{"input": map[string]any{
-		"method": "elicitation/create",
-		"params": map[string]any{"message": msg, "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{}}},
-	}}
+	if msg == "" {
+		msg = string(row.InputRequired)
+	}
+	if msg == "" || msg == "null" {
+		msg = "The task needs input."
+	}
+	var schema any = answerSchema
+	if t := bytes.TrimSpace(q.RequestedSchema); len(t) > 0 && t[0] == '{' {
+		schema = q.RequestedSchema
+	}
+	return map[string]any{"mode": "form", "message": msg, "requestedSchema": schema}
 }
 
 // resultOf is the CallToolResult a finished row stands for. A completed

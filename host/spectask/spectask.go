@@ -1,8 +1,11 @@
 // Package spectask serves Antler's durable tasks in the shapes of the MCP
 // Tasks specs: the 2025-11-25 Tasks utility (tasks/get, tasks/result,
-// tasks/list, tasks/cancel, notifications/tasks/status) and the 2026-07-28
+// tasks/list, tasks/cancel, notifications/tasks/status, and a task's
+// question asked on its tasks/result) and the 2026-07-28
 // io.modelcontextprotocol/tasks extension (resultType "task", tasks/get with
-// the result inlined, tasks/cancel, notifications/tasks). It holds no state
+// the result or inputRequests inlined, tasks/update, tasks/cancel,
+// notifications/tasks). Answers are recorded with the task service's
+// Answer, as the REST task API records them (answer.go). It holds no state
 // of its own: every task is a row of the durable task store, submitted and
 // polled by host/taskservice, so a task created through the MCP endpoint is
 // the same task the REST task API, the event stream and DeerFlow's host
@@ -155,9 +158,11 @@ func (s *Service) SubmitTool(ctx context.Context, rev Revision, c Caller, driver
 	}
 	s.log.Info("MCP task created through the MCP endpoint", "task_id", row.ID, "revision", rev.String(), "server", row.ServerName)
 	if rev == Rev20260728 {
-		return marshal(map[string]any{"resultType": "task", "task": taskOf(rev, row)})
+		t := s.taskOf(rev, row)
+		t["resultType"] = "task"
+		return marshal(t)
 	}
-	return marshal(map[string]any{"task": taskOf(rev, row)})
+	return marshal(map[string]any{"task": s.taskOf(rev, row)})
 }
 
 // Get answers tasks/get: for 2025-11-25 the Task; for 2026-07-28 the
@@ -172,9 +177,9 @@ func (s *Service) Get(ctx context.Context, rev Revision, c Caller, taskID string
 		return nil, err
 	}
 	if rev == Rev20260728 {
-		return marshal(detailOf(row))
+		return marshal(s.detailOf(row))
 	}
-	return marshal(taskOf(rev, row))
+	return marshal(s.taskOf(rev, row))
 }
 
 // Result answers tasks/result (2025-11-25 only): it blocks until the task
@@ -183,15 +188,33 @@ func (s *Service) Get(ctx context.Context, rev Revision, c Caller, taskID string
 // asked for is cancelled at once (terminal states are final in the spec),
 // and its result is an error result saying so.
 func (s *Service) Result(ctx context.Context, rev Revision, c Caller, taskID string) (json.RawMessage, error) {
+	return s.ResultAsking(ctx, rev, c, taskID, nil)
+}
+
+// ResultAsking is Result for a client that can be asked: while the task
+// waits for input its driver can pass on, ask puts the question to the
+// client (once per question) and the answer is recorded as tasks/update
+// and the REST route record one; then the wait goes on until the task
+// ends. An error of ask, or an answer the task service refuses as
+// malformed (ErrInvalidParams), ends the wait with that error; an answer
+// that lost a race with another (the task moved on) is dropped. A nil ask
+// is Result.
+func (s *Service) ResultAsking(ctx context.Context, rev Revision, c Caller, taskID string, ask Asker) (json.RawMessage, error) {
 	if rev != Rev20251125 {
 		return nil, fmt.Errorf("%w: tasks/result", ErrMethodNotFound)
 	}
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
+	asked := map[string]bool{}
 	for {
 		row, err := s.owned(ctx, c, taskID)
 		if err != nil {
 			return nil, err
+		}
+		if ask != nil {
+			if err := s.ask(ctx, row, asked, ask); err != nil {
+				return nil, err
+			}
 		}
 		if st := status(rev, row); st == "completed" || st == "failed" || st == "cancelled" {
 			res := resultOf(row)
@@ -226,7 +249,7 @@ func (s *Service) List(ctx context.Context, rev Revision, c Caller, cursor strin
 	}
 	tasks := make([]map[string]any, 0, len(rows))
 	for _, r := range rows {
-		tasks = append(tasks, taskOf(rev, r))
+		tasks = append(tasks, s.taskOf(rev, r))
 	}
 	out := map[string]any{"tasks": tasks}
 	if len(rows) == s.pageSize {
@@ -266,7 +289,7 @@ func (s *Service) Cancel(ctx context.Context, rev Revision, c Caller, taskID str
 	if rev == Rev20260728 {
 		return json.RawMessage(`{}`), nil
 	}
-	return marshal(taskOf(rev, row))
+	return marshal(s.taskOf(rev, row))
 }
 
 // Watch delivers the caller's task events from the durable outbox until
@@ -348,9 +371,9 @@ func (s *Service) emit(rev Revision, row taskstore.Task, emit func(string, json.
 	var params map[string]any
 	method := MethodStatus20251125
 	if rev == Rev20260728 {
-		method, params = MethodStatus20260728, detailOf(row)
+		method, params = MethodStatus20260728, s.detailOf(row)
 	} else {
-		params = taskOf(rev, row)
+		params = s.taskOf(rev, row)
 	}
 	params["_meta"] = map[string]any{RelatedTaskKey: map[string]string{"taskId": row.ID}}
 	b, err := marshal(params)

@@ -60,15 +60,30 @@ func (r *rig) submit(rev spectask.Revision, args string) (json.RawMessage, strin
 	if err != nil {
 		r.t.Fatalf("Submit: %v", err)
 	}
+	return raw, createdID(r.t, rev, raw)
+}
+
+// createdID is the task id of a creation result: in 2025-11-25 the nested
+// {task: Task}'s, in 2026-07-28 the flat CreateTaskResult's own.
+func createdID(t *testing.T, rev spectask.Revision, raw json.RawMessage) string {
+	t.Helper()
 	var res struct {
-		Task struct {
+		TaskID string `json:"taskId"`
+		Task   *struct {
 			TaskID string `json:"taskId"`
 		} `json:"task"`
 	}
-	if err := json.Unmarshal(raw, &res); err != nil || res.Task.TaskID == "" {
-		r.t.Fatalf("Submit answered %s (%v)", raw, err)
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("Submit answered %s (%v)", raw, err)
 	}
-	return raw, res.Task.TaskID
+	switch {
+	case rev == spectask.Rev20251125 && res.Task != nil && res.Task.TaskID != "" && res.TaskID == "":
+		return res.Task.TaskID
+	case rev == spectask.Rev20260728 && res.Task == nil && res.TaskID != "":
+		return res.TaskID
+	}
+	t.Fatalf("Submit (%s) answered %s, not the revision's CreateTaskResult", rev, raw)
+	return ""
 }
 
 // waitStatus waits until the stored task has status.
@@ -108,6 +123,11 @@ func normalise(v any, id string) any {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
+			if strings.HasPrefix(k, "antler-input-") { // an input request id
+				delete(v, k)
+				k = "<input-request-id>"
+				v[k] = e
+			}
 			if p, ok := volatile[k]; ok {
 				v[k] = p
 				continue
@@ -180,13 +200,18 @@ func TestSubmit(t *testing.T) {
 				t.Errorf("stored row after Submit: %+v (%v)", row, err)
 			}
 			var created struct {
-				Task struct {
+				CreatedAt string `json:"createdAt"`
+				Task      struct {
 					CreatedAt string `json:"createdAt"`
 				} `json:"task"`
 			}
 			_ = json.Unmarshal(raw, &created)
-			if at, err := time.Parse(time.RFC3339, created.Task.CreatedAt); err != nil || !at.Equal(row.CreatedAt) {
-				t.Errorf("createdAt %q is not the row's creation time in RFC 3339 (%v)", created.Task.CreatedAt, err)
+			createdAt := created.Task.CreatedAt
+			if tt.rev == spectask.Rev20260728 {
+				createdAt = created.CreatedAt
+			}
+			if at, err := time.Parse(time.RFC3339, createdAt); err != nil || !at.Equal(row.CreatedAt) {
+				t.Errorf("createdAt %q is not the row's creation time in RFC 3339 (%v)", createdAt, err)
 			}
 			if !strings.HasPrefix(id, task.LocalIDPrefix) || len(id) != len(task.LocalIDPrefix)+32 {
 				t.Errorf("task id %q is not a high-entropy local id", id)

@@ -28,6 +28,12 @@ import (
 const ReportsToolset = `"task_toolsets": [{"name": "report-generation",
 	"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]`
 
+// ReportsAnswerToolset is ReportsToolset with the server's respond_tool,
+// so its tasks take answers.
+const ReportsAnswerToolset = `"task_toolsets": [{"name": "report-generation",
+	"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report",
+	"respond_tool": "respond_report"}]`
+
 // Runtime is one test's task runtime.
 type Runtime struct {
 	Cache   *toolcache.Cache

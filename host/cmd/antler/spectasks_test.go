@@ -110,9 +110,8 @@ func TestSpecTasksSurviveAHostCrash(t *testing.T) {
 	}
 	oldID, oldThread := created.Task.TaskId, mcpserver.SessionThread(old.GetSessionId())
 	modern := modernPost(t, host.base, "tools/call", "reports_submit_report", map[string]any{"name": "reports_submit_report", "arguments": map[string]any{"topic": "q4", "delay_ms": 4000}})
-	task, _ := modern["task"].(map[string]any)
-	newID, _ := task["taskId"].(string)
-	if modern["resultType"] != "task" || newID == "" {
+	newID, _ := modern["taskId"].(string) // the flat 2026-07-28 CreateTaskResult
+	if _, nested := modern["task"]; modern["resultType"] != "task" || newID == "" || nested {
 		t.Fatalf("2026-07-28 submit: %v", modern)
 	}
 	time.Sleep(1500 * time.Millisecond) // at least one poll happened

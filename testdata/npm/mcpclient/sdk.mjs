@@ -15,7 +15,13 @@
 //    "sampling": {"text": "..."},              // how to answer sampling/createMessage
 //    "steps": [{"op": "listTools"}, {"op": "callTool", "name": "x", "arguments": {}, "progress": true},
 //              {"op": "listResources"}, {"op": "readResource", "uri": "test://x"},
-//              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {}}]}
+//              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {}},
+//              {"op": "callToolTask", "name": "x", "arguments": {}, "ttl": 60000}]}
+//
+// callToolTask calls the tool as a 2025-11-25 task with the SDK's
+// experimental callToolStream (tasks/get polls, then tasks/result, on whose
+// stream a task's elicitation/create arrives); its result is the stream's
+// messages, [{"type", "status"?, "taskId"?, "result"?, "error"?}].
 //
 // The output:
 //
@@ -29,7 +35,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 // OfferedVersion wraps a transport so that the initialize request offers
 // version instead of the SDK's LATEST_PROTOCOL_VERSION (the Client has no
@@ -105,6 +111,16 @@ async function runStep(client, step) {
       return { result: await client.listPrompts() };
     case 'getPrompt':
       return { result: await client.getPrompt({ name: step.name, arguments: step.arguments ?? {} }) };
+    case 'callToolTask': {
+      const messages = [];
+      const stream = client.experimental.tasks.callToolStream({ name: step.name, arguments: step.arguments ?? {} },
+        CallToolResultSchema, { task: { ttl: step.ttl ?? 60000 } });
+      for await (const m of stream) {
+        messages.push({ type: m.type, taskId: m.task?.taskId, status: m.task?.status, result: m.result,
+          error: m.error ? String(m.error?.message ?? m.error) : undefined });
+      }
+      return { result: messages };
+    }
     default:
       throw new Error(`unknown step ${step.op}`);
   }
