@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,49 +33,70 @@ import (
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
-func cmdServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "extensions_config.json path (default: $ANTLER_EXTENSIONS_CONFIG, $DEER_FLOW_EXTENSIONS_CONFIG_PATH, ./extensions_config.json, ./mcp_config.json)")
-	setPath := fs.String("settings", "", "host settings file (default: $ANTLER_SETTINGS, ./antler.yaml)")
-	listen := fs.String("listen", "", "listen address (overrides settings)")
-	dataDir := fs.String("data", "", "data directory (overrides settings)")
-	db := fs.String("db", "", "database: empty for SQLite in the data directory, or postgres://... (overrides settings)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
+// hostFlags are the flags serve and doctor share: where the configuration,
+// the settings, the data and the database are.
+type hostFlags struct {
+	fs                                    *flag.FlagSet
+	config, settingsPath, listen, dataDir *string
+	db                                    *string
+}
 
-	sp, err := settings.ResolvePath(*setPath, envvar.OS)
+func registerHostFlags(fs *flag.FlagSet) hostFlags {
+	return hostFlags{fs: fs,
+		config:       fs.String("config", "", "extensions_config.json path (default: $ANTLER_EXTENSIONS_CONFIG, $DEER_FLOW_EXTENSIONS_CONFIG_PATH, ./extensions_config.json, ./mcp_config.json)"),
+		settingsPath: fs.String("settings", "", "host settings file (default: $ANTLER_SETTINGS, ./antler.yaml)"),
+		listen:       fs.String("listen", "", "listen address (overrides settings)"),
+		dataDir:      fs.String("data", "", "data directory (overrides settings)"),
+		db:           fs.String("db", "", "database: empty for SQLite in the data directory, or postgres://... (overrides settings)"),
+	}
+}
+
+// settings loads the settings file with the flags given on top, and
+// returns the file's path ("" for the defaults).
+func (h hostFlags) settings() (settings.Settings, string, error) {
+	sp, err := settings.ResolvePath(*h.settingsPath, envvar.OS)
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return settings.Settings{}, "", err
 	}
 	st, err := settings.Load(sp, envvar.OS)
 	if err != nil {
+		return st, sp, err
+	}
+	h.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen":
+			st.Listen = *h.listen
+		case "data":
+			st.DataDir = *h.dataDir
+		case "db":
+			st.Database = *h.db
+		}
+	})
+	if st.Database != "" && !strings.HasPrefix(st.Database, "postgres://") && !strings.HasPrefix(st.Database, "postgresql://") {
+		return st, sp, errors.New("database: must be empty (SQLite in the data directory) or a postgres:// URL")
+	}
+	return st, sp, nil
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	hf := registerHostFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfgPath := hf.config
+	st, _, err := hf.settings()
+	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "listen":
-			st.Listen = *listen
-		case "data":
-			st.DataDir = *dataDir
-		case "db":
-			st.Database = *db
-		}
-	})
 	log := newLogger(stderr, st.LogLevel)
 	grace, err := parseDuration(st.ShutdownTimeout, 10*time.Second)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	if st.Database != "" && !strings.HasPrefix(st.Database, "postgres://") && !strings.HasPrefix(st.Database, "postgresql://") {
-		fmt.Fprintln(stderr, "error: database: must be empty (SQLite in the data directory) or a postgres:// URL")
-		return 1
-	}
-
 	auth := principal.New(st.Auth.Keys)
 	if err := gateway.CheckListen(st.Listen, auth); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
