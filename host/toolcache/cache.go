@@ -87,6 +87,21 @@ type Options struct {
 	// (Tool.TaskSupport) and submitted as durable tasks. Without it they
 	// stay plain tools.
 	SpecTasks bool
+	// OnDiscovered, when set, is called as each server's discovery ends
+	// (connected and listed, or failed), from that server's goroutine:
+	// several may run at once. The CLI shows progress with it.
+	OnDiscovered func(Discovered)
+}
+
+// Discovered is one server's discovery outcome, as it ends.
+type Discovered struct {
+	Server    string
+	Transport string
+	// Tools is the number of tools the server listed.
+	Tools   int
+	Elapsed time.Duration
+	// Err is the failure, nil when the server connected.
+	Err error
 }
 
 // Cache is safe for concurrent use.
@@ -728,6 +743,12 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		wg.Go(func() {
 			ctx, cancel := withTimeout(context.Background(), srv.SessionInitTimeout)
 			defer cancel()
+			if report := opts.OnDiscovered; report != nil {
+				start := time.Now()
+				defer func() {
+					report(Discovered{Server: srv.Name, Transport: srv.Type, Tools: len(results[i].tools), Elapsed: time.Since(start), Err: results[i].err})
+				}()
+			}
 			if !srv.IsStdio() && tokens.Has(srv.Name) {
 				// Fail-soft: without a token the server is still tried.
 				if _, err := tokens.Header(ctx, srv.Name); err != nil {

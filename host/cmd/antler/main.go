@@ -146,11 +146,13 @@ func cmdTools(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cache := toolcache.New(toolcache.Options{ConfigPath: *cfgPath, Logger: log, Version: versionString()})
+	progress, done := discoveryProgress(stderr)
+	cache := toolcache.New(toolcache.Options{ConfigPath: *cfgPath, Logger: log, Version: versionString(), OnDiscovered: progress})
 	defer cache.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	snap, err := cache.Load(ctx)
+	done()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1

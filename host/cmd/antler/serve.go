@@ -111,6 +111,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	idle, _ := time.ParseDuration(st.StdioPool.IdleTimeout) // validated with the settings
+	progress, done := discoveryProgress(stderr)
 	// The task store, once the task runtime has opened it.
 	var taskStore atomic.Pointer[taskstore.Store]
 	cache := toolcache.New(toolcache.Options{
@@ -127,9 +128,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		MaxSessionsPerUser: st.StdioPool.MaxSessionsPerUser,
 		Pinned:             activeTaskIn(&taskStore),
 		MaxResultBytes:     st.MaxResultBytes,
+		OnDiscovered:       progress,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
+	done()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
