@@ -60,6 +60,9 @@ type Options struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
 	// (settings debug.pprof; off by default).
 	Pprof bool
+	// Metrics, when set, is served at GET /metrics to admin principals
+	// (settings metrics: true without a metrics_listen of its own).
+	Metrics http.Handler
 }
 
 // Server is the gateway.
@@ -171,6 +174,9 @@ func New(opts Options) *Server {
 	api.POST("/threads/:thread_id/mcp-tasks/:task_id/input", s.answerTask)
 	if opts.Pprof {
 		s.routePprof()
+	}
+	if opts.Metrics != nil {
+		root.GET(metricsPath, echo.WrapHandler(opts.Metrics), s.authenticate, adminOnly(metricsPath))
 	}
 	return s
 }

@@ -56,8 +56,12 @@ const (
 	SessionEvicted = "evicted"
 	// SessionIdle is a session closed after its idle timeout.
 	SessionIdle = "idle"
-	// SessionCrashed is a child process that exited on its own.
+	// SessionCrashed is a child process that exited on its own, or a
+	// connection lost.
 	SessionCrashed = "crashed"
+	// SessionClosed is a session retired with its thread, a change of its
+	// server's settings, or the host stopping.
+	SessionClosed = "closed"
 )
 
 // Notification delivery outcomes.
@@ -127,7 +131,7 @@ func New() *Metrics {
 		sessionsLive: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "antler_stdio_sessions",
 			Help: "Live pooled stdio sessions by server."}, []string{"server"}),
 		sessionEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "antler_stdio_session_events_total",
-			Help: "Pooled stdio sessions started, evicted for room, closed idle and crashed, by server."}, []string{"server", "event"}),
+			Help: "Pooled stdio sessions started, evicted for room, closed idle, crashed and otherwise closed, by server."}, []string{"server", "event"}),
 		oauthFetches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "antler_oauth_token_fetches_total",
 			Help: "OAuth token endpoint requests by server and outcome (ok, failed)."}, []string{"server", "outcome"}),
 		discoverySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "antler_discovery_duration_seconds",
@@ -139,7 +143,7 @@ func New() *Metrics {
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "antler_task_notification_deliveries_total",
 			Help: "Task event notification attempts by outcome (delivered, retried, dead_letter)."}, []string{"outcome"}),
 		configReloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "antler_config_reloads_total",
-			Help: "Tool set rebuilds after a configuration change, by outcome (applied, rejected)."}, []string{"outcome"}),
+			Help: "Tool set rebuilds after a configuration change or a cache reset, by outcome (applied; rejected: the new file does not load or its discovery failed, the last good tools still serve)."}, []string{"outcome"}),
 		configRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "antler_config_edits_rejected_total",
 			Help: "Config admin API edits refused, by reason (invalid, launch_policy, conflict, not_found)."}, []string{"reason"}),
 		catalogDrifts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "antler_tool_catalog_drifts_total",
@@ -204,18 +208,9 @@ func (m *Metrics) Session(server, event string) {
 	switch event {
 	case SessionStarted:
 		m.sessionsLive.WithLabelValues(server).Inc()
-	case SessionEvicted, SessionIdle, SessionCrashed:
+	case SessionEvicted, SessionIdle, SessionCrashed, SessionClosed:
 		m.sessionsLive.WithLabelValues(server).Dec()
 	}
-}
-
-// SessionClosed moves the live gauge for a session closed for any other
-// reason (the host stopping, a config change retiring it).
-func (m *Metrics) SessionClosed(server string) {
-	if m == nil {
-		return
-	}
-	m.sessionsLive.WithLabelValues(server).Dec()
 }
 
 // OAuthFetch records one token endpoint request for server.

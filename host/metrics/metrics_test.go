@@ -47,7 +47,7 @@ func TestScrape(t *testing.T) {
 		`antler_tool_call_duration_seconds_count{door="rest",server="demo"} 2`,
 		`antler_plugin_calls_total{carrier="wasm",outcome="failed",plugin="mcpInterceptors[0]",role="interceptor"} 1`,
 		`antler_stdio_sessions{server="fs"} 1`,
-		`antler_stdio_session_events_total{event="started",server="fs"} 3`,
+		`antler_stdio_session_events_total{event="started",server="fs"} 4`,
 		`antler_stdio_session_events_total{event="crashed",server="fs"} 1`,
 		`antler_oauth_token_fetches_total{outcome="failed",server="api"} 1`,
 		`antler_discovery_failures_total{server="broken"} 1`,
@@ -111,7 +111,8 @@ func touchAll(m *metrics.Metrics) {
 	m.Session("fs", metrics.SessionCrashed)
 	m.Session("fs", metrics.SessionEvicted)
 	m.Session("fs", metrics.SessionStarted)
-	m.SessionClosed("other")
+	m.Session("fs", metrics.SessionClosed)
+	m.Session("fs", metrics.SessionStarted)
 	m.OAuthFetch("api", errors.New("401"))
 	m.OAuthFetch("api", nil)
 	m.Discovery("demo", nil, 40*time.Millisecond)

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskstore"
@@ -44,6 +45,9 @@ type Options struct {
 	// Notifier delivers task events (nil: events stay pending in the
 	// outbox, visible through the API and the events stream).
 	Notifier tasknotify.Notifier
+	// Metrics, when set, records poll latency and delivery outcomes, and
+	// reads its task gauges from Store at each scrape.
+	Metrics *metrics.Metrics
 }
 
 // Service is safe for concurrent use.
@@ -56,6 +60,7 @@ type Service struct {
 	owner   string
 
 	notifier tasknotify.Notifier
+	metrics  *metrics.Metrics
 
 	// polling maps the id of each task polled now to the cancel func of its
 	// poll's context.
@@ -69,7 +74,7 @@ type Service struct {
 
 // New returns a service; Start runs its loop.
 func New(opts Options) *Service {
-	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner, notifier: opts.Notifier}
+	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner, notifier: opts.Notifier, metrics: opts.Metrics}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -81,6 +86,12 @@ func New(opts Options) *Service {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		s.owner = host + ":" + hex.EncodeToString(b[:])
+	}
+	if s.store != nil {
+		s.metrics.SetTaskStats(func(ctx context.Context) (metrics.TaskStats, error) {
+			st, err := s.store.Stats(ctx)
+			return metrics.TaskStats{ByStatus: st.ByStatus, Degraded: st.Degraded, AnswersPending: st.AnswersPending}, err
+		})
 	}
 	return s
 }
@@ -412,9 +423,11 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
 		return rerr
 	}
+	started := time.Now()
 	snap, err := boundedCall(ctx, "status", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.Snapshot, error) {
 		return drv.Status(ctx, reference(row))
 	})
+	s.metrics.TaskPoll(row.DriverName, err, time.Since(started))
 	polledAt := s.now() // the remote call's completion, not the scan
 	if err == nil {
 		snap, err = task.Normalize(snap, s.cfg)

@@ -36,6 +36,7 @@ import (
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/header"
 	"github.com/antler-mcp/antler/host/interceptor"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/oauth"
 	"github.com/antler-mcp/antler/host/sessionpool"
 	"github.com/antler-mcp/antler/host/upstream"
@@ -91,6 +92,8 @@ type Options struct {
 	// (connected and listed, or failed), from that server's goroutine:
 	// several may run at once. The CLI shows progress with it.
 	OnDiscovered func(Discovered)
+	// Metrics, when set, counts the pool's stdio sessions.
+	Metrics *metrics.Metrics
 }
 
 // Discovered is one server's discovery outcome, as it ends.
@@ -223,7 +226,8 @@ func New(opts Options) *Cache {
 		signer:  config.ConfigSigner(), rehasher: config.ConfigSigner(), now: time.Now,
 		watcher: virtualpath.NewWatcher(),
 		pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
-			MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned})}
+			MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned,
+			OnEvent: func(server string, ev sessionpool.Event) { opts.Metrics.Session(server, string(ev)) }})}
 }
 
 // Snapshot returns the current tools, discovering them on first use or after
@@ -445,8 +449,14 @@ func (c *Cache) startLocked(retired *Snapshot) {
 			if snap != nil {
 				snap.close()
 			}
+			if retired != nil && !errors.Is(err, errSuperseded) {
+				c.opts.Metrics.ConfigReload(metrics.ReloadRejected)
+			}
 			d.err = err
 			return
+		}
+		if retired != nil {
+			c.opts.Metrics.ConfigReload(metrics.ReloadApplied)
 		}
 		c.generation++
 		snap.Generation = c.generation
@@ -649,6 +659,7 @@ func (c *Cache) staleLocked(st *state) bool {
 				next.badSig, next.seen = rev.Sig, rev
 				c.state.Store(&next)
 				c.log.Warn("extensions config changed but cannot be loaded; still serving the last good tools", "error", err.Error())
+				c.opts.Metrics.ConfigReload(metrics.ReloadRejected)
 				return false
 			}
 			if ext.MCPDigest() != st.digest {
@@ -701,7 +712,7 @@ func (c *Cache) pluginsChangedLocked(st *state) bool {
 // snapshot in configuration order.
 func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], watcher *virtualpath.Watcher, notify func(dispatch.Notification)) *Snapshot {
 	servers := ext.Enabled()
-	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log})
+	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log, OnFetch: opts.Metrics.OAuthFetch})
 	// uoptsFor gives each server its base headers: static, plus the cached
 	// OAuth header (discovery fetches the first one; calls refresh it).
 	uoptsFor := func(srv *config.Server) upstream.Options {

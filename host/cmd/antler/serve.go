@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/launchpolicy"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
@@ -111,7 +113,17 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	idle, _ := time.ParseDuration(st.StdioPool.IdleTimeout) // validated with the settings
+	var m *metrics.Metrics
+	if st.Metrics {
+		m = metrics.New()
+	}
 	progress, done := discoveryProgress(stderr)
+	onDiscovered := func(d toolcache.Discovered) {
+		m.Discovery(d.Server, d.Err, d.Elapsed)
+		if progress != nil {
+			progress(d)
+		}
+	}
 	// The task store, once the task runtime has opened it.
 	var taskStore atomic.Pointer[taskstore.Store]
 	cache := toolcache.New(toolcache.Options{
@@ -128,7 +140,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		MaxSessionsPerUser: st.StdioPool.MaxSessionsPerUser,
 		Pinned:             activeTaskIn(&taskStore),
 		MaxResultBytes:     st.MaxResultBytes,
-		OnDiscovered:       progress,
+		OnDiscovered:       onDiscovered,
+		Metrics:            m,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
@@ -143,7 +156,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log, &taskStore)
+	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log, &taskStore, m)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -159,9 +172,21 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	// ./extensions_config.json when there is none); the stdio launch policy
 	// and the $VAR allowlist are read from the environment once.
 	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
-	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
+	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
 		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString(),
-		Pprof: st.Debug.Pprof})
+		Pprof: st.Debug.Pprof}
+	if m != nil && st.MetricsListen == "" {
+		gopts.Metrics = m.Handler()
+	}
+	srv := gateway.New(gopts)
+	if m != nil && st.MetricsListen != "" {
+		stopMetrics, err := serveMetrics(st.MetricsListen, m, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "error: metrics_listen:", err)
+			return 1
+		}
+		defer stopMetrics()
+	}
 	dataAbs, _ := filepath.Abs(st.DataDir)
 	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
 	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())
@@ -230,7 +255,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store]) (*taskservice.Service, func(), error) {
+func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
 	// a later edit of it is refused for task calls until a restart
 	// (reference §6.7).
@@ -272,14 +297,14 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		store.Close()
 		return nil, nil, err
 	}
-	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log}
+	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log, Metrics: m}
 	if n := st.MCPTasks.Notifications; n.WebhookURL != "" {
 		opts.Notifier = &tasknotify.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}
 	}
 	svc := taskservice.New(opts)
 	svc.Start()
 	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner(), "webhook", opts.Notifier != nil)
-	return svc, func() { svc.Stop(); pluginDrivers.Close(); opened.Store(nil); store.Close() }, nil
+	return svc, func() { svc.Stop(); m.SetTaskStats(nil); pluginDrivers.Close(); opened.Store(nil); store.Close() }, nil
 }
 
 // activeTaskIn is the session pool's pinned hook: whether the task store
@@ -301,4 +326,23 @@ func activeTaskIn(store *atomic.Pointer[taskstore.Store]) func(server, user, thr
 // redactDSN drops a database URL's password for the log.
 func redactDSN(dsn string) string {
 	return dispatch.Redact(dsn)
+}
+
+// serveMetrics serves the metrics alone at /metrics on addr, without
+// authentication, until the returned stop is called.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "error", err)
+		}
+	}()
+	log.Info("metrics listening", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return func() { hs.Close() }, nil
 }
