@@ -62,6 +62,9 @@ type Settings struct {
 	// authentication (bind it where only the scraper reaches).
 	Metrics       bool   `yaml:"metrics"`
 	MetricsListen string `yaml:"metrics_listen"`
+	// AuditLog is where the audit stream goes (JSON lines): "" for none,
+	// "stderr", or a file path, appended to and created 0600.
+	AuditLog string `yaml:"audit_log"`
 }
 
 // Debug holds diagnostics for operators.

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/credential"
 	"github.com/antler-mcp/antler/host/dispatch"
@@ -94,6 +95,8 @@ type Options struct {
 	OnDiscovered func(Discovered)
 	// Metrics, when set, counts the pool's stdio sessions.
 	Metrics *metrics.Metrics
+	// Audit, when set, records stdio launches and plugin loads.
+	Audit *audit.Logger
 }
 
 // Discovered is one server's discovery outcome, as it ends.
@@ -386,6 +389,7 @@ func (c *Cache) loadPlugins(ext *config.Extensions) ([]*plugins.Plugin, []string
 			return nil, nil, err
 		}
 		c.log.Info("Loaded MCP interceptor", "plugin", e.Name, "kind", e.Kind, "sha256", p.SHA256[:12])
+		c.opts.Audit.PluginLoad(e.Name, "interceptor", e.Kind, e.Path, p.SHA256)
 		loaded = append(loaded, p)
 	}
 	return loaded, warnings, nil
@@ -830,6 +834,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		} else {
 			st.ProtocolVersion = r.conn.ProtocolVersion()
 		}
+		eopts.Audit = opts.Audit
 		ep := dispatch.NewEndpoint(srv, eopts)
 		snap.endpoints[srv.Name] = ep
 		roles, missing := taskRoles(srv, r.tools)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,12 +14,13 @@ import (
 	"time"
 )
 
-// TestMetricsAfterRealTraffic runs antler serve with metrics on, drives real
-// traffic through it (a stdio call, a durable report that completes and is
-// delivered to a webhook, a broken config edit), and scrapes /metrics on
-// metrics_listen (the main listener then has none): the series move, and
-// no label holds a thread id, an argument or a secret.
-func TestMetricsAfterRealTraffic(t *testing.T) {
+// TestMetricsAndAuditAfterRealTraffic runs antler serve with metrics and the
+// audit log on, drives real traffic through it (a stdio call, a durable
+// report that completes and is delivered to a webhook, a broken config
+// edit), and scrapes /metrics on metrics_listen (the main listener then has
+// none): the series move, and no label holds a thread id, an argument or a
+// secret. The audit log holds the stdio launches and the report's life.
+func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 	dir := t.TempDir()
 	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
 	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
@@ -28,7 +31,8 @@ func TestMetricsAfterRealTraffic(t *testing.T) {
 	write(t, cfg, doc)
 	hook := newHookReceiver(t)
 	metricsAddr := freeAddr(t)
-	set := write(t, filepath.Join(dir, "antler.yaml"), fmt.Sprintf("metrics: true\nmetrics_listen: %s\nmcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n"+
+	auditFile := filepath.Join(dir, "audit.jsonl")
+	set := write(t, filepath.Join(dir, "antler.yaml"), fmt.Sprintf("audit_log: "+auditFile+"\nmetrics: true\nmetrics_listen: %s\nmcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n"+
 		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", metricsAddr, hook.srv.URL, hookSecret))
 	host := startServe(t, antler, "--config", cfg, "--settings", set, "--data", filepath.Join(dir, "data"))
 
@@ -78,6 +82,46 @@ func TestMetricsAfterRealTraffic(t *testing.T) {
 	for _, never := range []string{"thread-canary", "secret-argument-canary", hookSecret, id} {
 		if strings.Contains(body, never) {
 			t.Errorf("the metrics show %q", never)
+		}
+	}
+
+	var records []map[string]any
+	data, err := os.ReadFile(auditFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		records = append(records, r)
+	}
+	has := func(want map[string]any) bool {
+		for _, r := range records {
+			ok := true
+			for k, v := range want {
+				ok = ok && r[k] == v
+			}
+			if ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, want := range []map[string]any{
+		{"event": "stdio.launch", "server": "demo", "command": demo, "user": "default", "thread": "thread-canary"},
+		{"event": "stdio.launch", "server": "reports", "command": reports, "user": "default", "thread": "thread-canary"},
+		{"event": "task", "change": "created", "task_id": id, "user": "default", "thread": "thread-canary", "server": "reports", "to": "submitted"},
+		{"event": "task", "change": "status", "task_id": id, "to": "completed"},
+	} {
+		if !has(want) {
+			t.Errorf("audit log lacks %v:\n%s", want, data)
+		}
+	}
+	for _, never := range []string{"secret-argument-canary", hookSecret} {
+		if strings.Contains(string(data), never) {
+			t.Errorf("the audit log shows %q", never)
 		}
 	}
 }

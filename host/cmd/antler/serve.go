@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
@@ -117,6 +118,12 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	if st.Metrics {
 		m = metrics.New()
 	}
+	auditLog, err := audit.Open(st.AuditLog)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer auditLog.Close()
 	progress, done := discoveryProgress(stderr)
 	onDiscovered := func(d toolcache.Discovered) {
 		m.Discovery(d.Server, d.Err, d.Elapsed)
@@ -142,6 +149,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		MaxResultBytes:     st.MaxResultBytes,
 		OnDiscovered:       onDiscovered,
 		Metrics:            m,
+		Audit:              auditLog,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
@@ -156,7 +164,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log, &taskStore, m)
+	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log, &taskStore, m, auditLog)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -255,7 +263,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics) (*taskservice.Service, func(), error) {
+func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
 	// a later edit of it is refused for task calls until a restart
 	// (reference §6.7).
@@ -292,12 +300,12 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		return nil, nil, err
 	}
 	pluginDrivers, err := taskplugin.Load(ctx, snap.TaskDrivers, taskservice.CacheCaller{Cache: cache, Frozen: &frozen}, &drivers,
-		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log})
+		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log, Audit: auditLog})
 	if err != nil {
 		store.Close()
 		return nil, nil, err
 	}
-	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log, Metrics: m}
+	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log, Metrics: m, Audit: auditLog}
 	if n := st.MCPTasks.Notifications; n.WebhookURL != "" {
 		opts.Notifier = &tasknotify.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}
 	}
