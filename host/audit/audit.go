@@ -135,15 +135,9 @@ func (l *Logger) TaskChange(t Task) {
 	l.write(r)
 }
 
-// Denial sources.
-const (
-	DeniedByCredential = "credential"
-	DeniedByPlugin     = "plugin"
-	DeniedByPolicy     = "policy"
-)
-
 // CallDenied records a call refused before it reached its server: by
-// which layer, and the model-safe message the caller got.
+// which layer (a credential layer or a plugin, as the denial names it), and
+// the model-safe message the caller got.
 func (l *Logger) CallDenied(server, tool, user, thread, by, message string) {
 	l.write(map[string]any{"event": EventCallDenied, "server": server, "tool": tool, "user": user, "thread": thread, "by": by, "message": message})
 }

@@ -23,7 +23,7 @@ func TestRecords(t *testing.T) {
 	l.StdioLaunch("fs", "npx", 3, "alice", "t1", "/data/users/alice/threads/t1/user-data/workspace")
 	l.PluginLoad("mcpInterceptors[0]", "interceptor", "wasm", "/plugins/redactor.wasm", "ab12")
 	l.TaskChange(audit.Task{ID: "mcp-task-1", User: "alice", Thread: "t1", Server: "reports", Driver: "ordinary-tools", Change: "status", From: "working", To: "completed"})
-	l.CallDenied("fs", "write_file", "bob", "t2", audit.DeniedByPlugin, "Denied by policy.")
+	l.CallDenied("fs", "write_file", "bob", "t2", "plugin", "Denied by policy.")
 
 	var got []map[string]any
 	sc := bufio.NewScanner(&buf)

@@ -178,6 +178,7 @@ func (ep *Endpoint) run(ctx context.Context, chain []interceptor.Interceptor, t 
 	if d, ok := interceptor.IsDenied(err); ok {
 		ce := t.fail(err, d.Message)
 		ce.Denied = true
+		ep.audit.CallDenied(t.server, t.tool, ireq.UserID, ireq.ThreadID, d.By, d.Message)
 		return nil, ce
 	}
 	var ce *CallError
