@@ -28,6 +28,8 @@ const (
 	EventPluginLoad   = "plugin.load"
 	EventTask         = "task"
 	EventCallDenied   = "call.denied"
+	EventCatalogDrift = "catalog.drift"
+	EventCatalogOK    = "catalog.approve"
 )
 
 // Logger writes audit records. Create it with New or Open.
@@ -140,6 +142,17 @@ func (l *Logger) TaskChange(t Task) {
 // the model-safe message the caller got.
 func (l *Logger) CallDenied(server, tool, user, thread, by, message string) {
 	l.write(map[string]any{"event": EventCallDenied, "server": server, "tool": tool, "user": user, "thread": thread, "by": by, "message": message})
+}
+
+// CatalogDrift records a server's tool whose definition differs from the
+// approved catalog (change: added or changed), under policy.
+func (l *Logger) CatalogDrift(server, tool, change, policy string) {
+	l.write(map[string]any{"event": EventCatalogDrift, "server": server, "tool": tool, "change": change, "policy": policy})
+}
+
+// CatalogApprove records an admin's approval of a tool's pending definition.
+func (l *Logger) CatalogApprove(actor, server, tool string) {
+	l.write(map[string]any{"event": EventCatalogOK, "actor": actor, "server": server, "tool": tool})
 }
 
 func (l *Logger) write(r map[string]any) {

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/audit"
+	"github.com/antler-mcp/antler/host/catalog"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/credential"
 	"github.com/antler-mcp/antler/host/dispatch"
@@ -97,7 +98,14 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Audit, when set, records stdio launches and plugin loads.
 	Audit *audit.Logger
+	// Catalog, when set, pins each server's tools against the approved
+	// tool catalog (its tool_catalog policy) at each discovery.
+	Catalog *catalog.Catalog
 }
+
+// catalogTimeout bounds the tool catalog's store reads and writes of one
+// discovery.
+const catalogTimeout = 10 * time.Second
 
 // Discovered is one server's discovery outcome, as it ends.
 type Discovered struct {
@@ -792,6 +800,21 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		})
 	}
 	wg.Wait()
+	pinned := make([]catalog.Verdict, len(servers))
+	if opts.Catalog != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+		for i, srv := range servers {
+			if results[i].err != nil {
+				continue
+			}
+			v, err := opts.Catalog.Pin(ctx, srv.Name, srv.CatalogPolicy(), results[i].tools)
+			if err != nil {
+				log.Error("MCP tool catalog check failed", "server", srv.Name, "error", err.Error())
+			}
+			pinned[i], results[i].tools = v, v.Served
+		}
+		cancel()
+	}
 
 	snap := &Snapshot{
 		DiscoveredAt: time.Now(),
@@ -809,7 +832,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 	}
 	owner := map[string]string{} // exposed name → server
 	for i, srv := range servers {
-		st := ServerStatus{Name: srv.Name, Transport: srv.Type}
+		st := ServerStatus{Name: srv.Name, Transport: srv.Type, CatalogDrifted: pinned[i].Drifted, CatalogHeld: pinned[i].Held}
 		r := results[i]
 		if r.err != nil {
 			st.State = StateFailed

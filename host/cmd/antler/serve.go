@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/audit"
+	"github.com/antler-mcp/antler/host/catalog"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
@@ -113,6 +114,19 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// The store holds the durable tasks (when mcp_tasks is on) and the tool
+	// catalog (always: every server is pinned unless its tool_catalog is off).
+	dsn := st.Database
+	if dsn == "" {
+		dsn = filepath.Join(st.DataDir, "antler.db")
+	}
+	store, err := taskstore.Open(ctx, dsn, taskstore.WithTrackingDegradedAfter(st.MCPTasks.TrackingDegradedAfterErrors))
+	if err != nil {
+		fmt.Fprintln(stderr, "error: task store:", err)
+		return 1
+	}
+	defer store.Close()
+
 	idle, _ := time.ParseDuration(st.StdioPool.IdleTimeout) // validated with the settings
 	var m *metrics.Metrics
 	if st.Metrics {
@@ -124,6 +138,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer auditLog.Close()
+	cat := catalog.New(store, catalog.Options{Logger: log, Audit: auditLog, Metrics: m})
 	progress, done := discoveryProgress(stderr)
 	onDiscovered := func(d toolcache.Discovered) {
 		m.Discovery(d.Server, d.Err, d.Elapsed)
@@ -150,6 +165,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		OnDiscovered:       onDiscovered,
 		Metrics:            m,
 		Audit:              auditLog,
+		Catalog:            cat,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
@@ -164,7 +180,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log, &taskStore, m, auditLog)
+	tasks, closeTasks, err := startTasks(ctx, st, store, dsn, cache, snap, log, &taskStore, m, auditLog)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -180,7 +196,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	// ./extensions_config.json when there is none); the stdio launch policy
 	// and the $VAR allowlist are read from the environment once.
 	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
-	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
+	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks, Catalog: cat,
 		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString(),
 		Pprof: st.Debug.Pprof}
 	if m != nil && st.MetricsListen == "" {
@@ -263,7 +279,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger) (*taskservice.Service, func(), error) {
+func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Store, dsn string, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
 	// a later edit of it is refused for task calls until a restart
 	// (reference §6.7).
@@ -275,34 +291,22 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		}
 		return nil, func() {}, nil
 	}
-	dsn := st.Database
-	if dsn == "" {
-		dsn = filepath.Join(st.DataDir, "antler.db")
-	}
-	store, err := taskstore.Open(ctx, dsn, taskstore.WithTrackingDegradedAfter(st.MCPTasks.TrackingDegradedAfterErrors))
-	if err != nil {
-		return nil, nil, fmt.Errorf("task store: %w", err)
-	}
 	opened.Store(store)
 	var drivers task.Registry
 	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache, Frozen: &frozen})); err != nil {
-		store.Close()
 		return nil, nil, err
 	}
 	spec := spectasks.New(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: st.MCPTasks.Config.MaxPollBackoff()})
 	if err := drivers.Register(spectasks.Name, spec); err != nil {
-		store.Close()
 		return nil, nil, err
 	}
 	ext := spectasks.NewExtension(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: st.MCPTasks.Config.MaxPollBackoff()})
 	if err := drivers.Register(spectasks.ExtensionName, ext); err != nil {
-		store.Close()
 		return nil, nil, err
 	}
 	pluginDrivers, err := taskplugin.Load(ctx, snap.TaskDrivers, taskservice.CacheCaller{Cache: cache, Frozen: &frozen}, &drivers,
 		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log, Audit: auditLog})
 	if err != nil {
-		store.Close()
 		return nil, nil, err
 	}
 	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log, Metrics: m, Audit: auditLog}
@@ -312,7 +316,7 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 	svc := taskservice.New(opts)
 	svc.Start()
 	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner(), "webhook", opts.Notifier != nil)
-	return svc, func() { svc.Stop(); m.SetTaskStats(nil); pluginDrivers.Close(); opened.Store(nil); store.Close() }, nil
+	return svc, func() { svc.Stop(); m.SetTaskStats(nil); pluginDrivers.Close(); opened.Store(nil) }, nil
 }
 
 // activeTaskIn is the session pool's pinned hook: whether the task store

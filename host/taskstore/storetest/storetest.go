@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"CancelAbandonsAnswer", testCancelAbandonsAnswer},
 		{"ApplyPollDriverData", testApplyPollDriverData},
 		{"Stats", testStats},
+		{"Catalog", testCatalog},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
