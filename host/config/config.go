@@ -160,6 +160,10 @@ type Server struct {
 	// SpecTaskTTL is the ttl asked of the server for each such task; zero
 	// leaves it to the server (Antler extension).
 	SpecTaskTTL time.Duration
+	// ToolCatalog is what a discovery does when the server's tools differ
+	// from the approved catalog (Antler extension): ToolCatalogWarn (the
+	// default, also for ""), ToolCatalogHold or ToolCatalogOff.
+	ToolCatalog string
 	// ProtocolVersion pins the MCP revision to negotiate (Antler extension);
 	// empty lets the client negotiate the newest both sides speak.
 	ProtocolVersion string
@@ -184,6 +188,26 @@ const (
 	SpecTasksAuto = "auto"
 	SpecTasksOff  = "off"
 )
+
+// The values of a server's tool_catalog.
+const (
+	// ToolCatalogWarn serves changed and new tools, records them pending
+	// and reports the drift.
+	ToolCatalogWarn = "warn"
+	// ToolCatalogHold serves only approved definitions: changed and new
+	// tools are hidden until an admin approves them.
+	ToolCatalogHold = "hold"
+	// ToolCatalogOff records nothing.
+	ToolCatalogOff = "off"
+)
+
+// CatalogPolicy is the server's tool_catalog, ToolCatalogWarn when unset.
+func (s *Server) CatalogPolicy() string {
+	if s.ToolCatalog == "" {
+		return ToolCatalogWarn
+	}
+	return s.ToolCatalog
+}
 
 // SpecTasksEnabled reports whether the server's MCP task tools run as
 // durable tasks (spec_tasks is not "off").

@@ -135,6 +135,9 @@ func (s *Server) fileObject(keepAlias bool) *Object {
 	if s.SpecTasks != "" {
 		o.Set("spec_tasks", s.SpecTasks)
 	}
+	if s.ToolCatalog != "" {
+		o.Set("tool_catalog", s.ToolCatalog)
+	}
 	if s.SpecTaskTTL != 0 {
 		o.Set("spec_task_ttl_seconds", secondsValue(s.SpecTaskTTL.Seconds()))
 	}

@@ -21,7 +21,7 @@ var (
 	serverFields = keySet("enabled", "type", "command", "args", "env", "url", "headers",
 		"oauth", "user_auth", "headers_from_context", "description", "routing", "tools",
 		"tool_name_prefix", "tool_call_timeout", "session_init_timeout", "task_toolsets",
-		"cwd", "protocol_version", "max_result_bytes", "spec_tasks", "spec_task_ttl_seconds")
+		"cwd", "protocol_version", "max_result_bytes", "spec_tasks", "spec_task_ttl_seconds", "tool_catalog")
 	routingFields = keySet("mode", "priority", "keywords")
 	oauthFields   = keySet("enabled", "token_url", "grant_type", "client_id", "client_secret",
 		"refresh_token", "scope", "audience", "token_field", "token_type_field",
@@ -210,6 +210,9 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 	}
 	if v, ok := get("max_result_bytes"); ok {
 		s.MaxResultBytes = d.byteCount(field("max_result_bytes"), v)
+	}
+	if v, ok := get("tool_catalog"); ok && v != nil {
+		s.ToolCatalog, _ = d.enum(field("tool_catalog"), v, rawAt(raw, "tool_catalog"), ToolCatalogWarn, ToolCatalogHold, ToolCatalogOff)
 	}
 	if v, ok := get("spec_tasks"); ok && v != nil {
 		s.SpecTasks, _ = d.enum(field("spec_tasks"), v, rawAt(raw, "spec_tasks"), SpecTasksAuto, SpecTasksOff)

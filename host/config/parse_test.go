@@ -43,6 +43,15 @@ func TestParseValid(t *testing.T) {
 			},
 		},
 		{
+			name: "tool catalog policies",
+			doc:  `{"mcpServers": {"a": {"command": "c", "tool_catalog": "hold"}, "b": {"command": "c", "tool_catalog": "off"}, "c": {"command": "c"}}}`,
+			check: func(t *testing.T, ext *config.Extensions) {
+				equal(t, "a", mustServer(t, ext, "a").CatalogPolicy(), config.ToolCatalogHold)
+				equal(t, "b", mustServer(t, ext, "b").CatalogPolicy(), config.ToolCatalogOff)
+				equal(t, "c (default)", mustServer(t, ext, "c").CatalogPolicy(), config.ToolCatalogWarn)
+			},
+		},
+		{
 			name: "server defaults",
 			file: "valid/minimal.json",
 			check: func(t *testing.T, ext *config.Extensions) {
@@ -408,6 +417,7 @@ func TestParseInvalid(t *testing.T) {
 		{"max_result_bytes string", `{"mcpServers": {"x": {"command": "c", "max_result_bytes": "16MiB"}}}`, []string{"mcpServers.x.max_result_bytes"}, "must be a number"},
 		{"protocol_version not a date", `{"mcpServers": {"x": {"command": "c", "protocol_version": "latest"}}}`, []string{"mcpServers.x.protocol_version"}, ""},
 		{"spec_tasks unknown value", `{"mcpServers": {"x": {"command": "c", "spec_tasks": "on"}}}`, []string{"mcpServers.x.spec_tasks"}, `must be one of "auto", "off", got "on"`},
+		{"tool_catalog unknown value", `{"mcpServers": {"x": {"command": "c", "tool_catalog": "block"}}}`, []string{"mcpServers.x.tool_catalog"}, `must be one of "warn", "hold", "off", got "block"`},
 		{"spec_tasks not a string", `{"mcpServers": {"x": {"command": "c", "spec_tasks": false}}}`, []string{"mcpServers.x.spec_tasks"}, "must be a string"},
 		{"spec_task_ttl_seconds zero", `{"mcpServers": {"x": {"command": "c", "spec_task_ttl_seconds": 0}}}`, []string{"mcpServers.x.spec_task_ttl_seconds"}, "omit it for the server's default"},
 		{"spec_task_ttl_seconds negative", `{"mcpServers": {"x": {"command": "c", "spec_task_ttl_seconds": -5}}}`, []string{"mcpServers.x.spec_task_ttl_seconds"}, "must not be negative"},

@@ -82,7 +82,7 @@ func (l *oauthLayer) Intercept(ctx context.Context, req *interceptor.Request, ne
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, interceptor.Deny(err.Error())
+		return nil, interceptor.DenyBy(interceptor.DeniedByCredential, err.Error())
 	}
 	if h != "" {
 		req.SetHeaders(header.Override{Name: "Authorization", Value: h})
@@ -124,11 +124,11 @@ func (l *userAuth) Intercept(ctx context.Context, req *interceptor.Request, next
 			return next(ctx, req)
 		}
 		l.log.Warn("no user_auth credential for caller", "server", req.Server.Name, "user", user)
-		return nil, interceptor.Deny(fmt.Sprintf("No credential is configured for your account (user id '%s') on MCP server '%s'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable).", user, req.Server.Name))
+		return nil, interceptor.DenyBy(interceptor.DeniedByCredential, fmt.Sprintf("No credential is configured for your account (user id '%s') on MCP server '%s'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable).", user, req.Server.Name))
 	}
 	if reason := header.IllegalValueReason(cred); reason != "" {
 		l.log.Warn("user_auth credential cannot be sent as a header", "server", req.Server.Name, "user", user, "reason", reason)
-		return nil, interceptor.Deny(fmt.Sprintf("The credential configured for your account (user id '%s') on MCP server '%s' %s, so it cannot be sent as an HTTP header. Ask the operator to fix that server's user_auth.users entry; a stray newline in the value or its environment variable is the usual cause.", user, req.Server.Name, reason))
+		return nil, interceptor.DenyBy(interceptor.DeniedByCredential, fmt.Sprintf("The credential configured for your account (user id '%s') on MCP server '%s' %s, so it cannot be sent as an HTTP header. Ask the operator to fix that server's user_auth.users entry; a stray newline in the value or its environment variable is the usual cause.", user, req.Server.Name, reason))
 	}
 	req.SetHeaders(header.Override{Name: cfg.Header, Value: cred})
 	return next(ctx, req)
@@ -181,11 +181,11 @@ func (l *contextHeaders) Intercept(ctx context.Context, req *interceptor.Request
 		for i, k := range keys {
 			parts[i] = fmt.Sprintf("'%s' %s", k, illegal[k])
 		}
-		return nil, interceptor.Deny(fmt.Sprintf("MCP server '%s' cannot send request-scoped credential(s) as HTTP header values: %s. Fix the value passed in config.context.secrets; a stray newline picked up when reading a token from a file is the usual cause.", req.Server.Name, strings.Join(parts, "; ")))
+		return nil, interceptor.DenyBy(interceptor.DeniedByCredential, fmt.Sprintf("MCP server '%s' cannot send request-scoped credential(s) as HTTP header values: %s. Fix the value passed in config.context.secrets; a stray newline picked up when reading a token from a file is the usual cause.", req.Server.Name, strings.Join(parts, "; ")))
 	}
 	if len(missing) > 0 && cfg.OnMissing != config.OnMissingPassthrough {
 		sort.Strings(missing)
-		return nil, interceptor.Deny(fmt.Sprintf("MCP server '%s' needs request-scoped credential(s) %s. Send them in config.context.secrets, or set this server's headers_from_context.on_missing to 'passthrough'.", req.Server.Name, strings.Join(dedupe(missing), ", ")))
+		return nil, interceptor.DenyBy(interceptor.DeniedByCredential, fmt.Sprintf("MCP server '%s' needs request-scoped credential(s) %s. Send them in config.context.secrets, or set this server's headers_from_context.on_missing to 'passthrough'.", req.Server.Name, strings.Join(dedupe(missing), ", ")))
 	}
 	if len(resolved) > 0 {
 		req.SetHeaders(resolved...)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/interceptor"
 	"github.com/antler-mcp/antler/host/sessionpool"
@@ -47,6 +48,8 @@ type Options struct {
 	// a stdio session's user and thread, none for a shared connection. It
 	// runs on the connection's reader and must not block.
 	OnNotification func(Notification)
+	// Audit, when set, records each stdio session's launch.
+	Audit *audit.Logger
 }
 
 // Notification is an unsolicited notification from a server
@@ -77,6 +80,7 @@ type Endpoint struct {
 	version string
 	watcher *virtualpath.Watcher
 	onNote  func(Notification)
+	audit   *audit.Logger
 
 	mu     sync.Mutex
 	conn   *upstream.Conn // HTTP and SSE: one connection for every caller
@@ -90,7 +94,7 @@ func NewEndpoint(srv *config.Server, opts Options) *Endpoint {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ep := &Endpoint{server: srv, opts: opts.Upstream, log: log, conn: opts.Conn,
-		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, watcher: opts.Watcher, onNote: opts.OnNotification}
+		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, watcher: opts.Watcher, onNote: opts.OnNotification, audit: opts.Audit}
 	if ep.watcher == nil {
 		ep.watcher = virtualpath.NewWatcher()
 	}
@@ -174,6 +178,7 @@ func (ep *Endpoint) run(ctx context.Context, chain []interceptor.Interceptor, t 
 	if d, ok := interceptor.IsDenied(err); ok {
 		ce := t.fail(err, d.Message)
 		ce.Denied = true
+		ep.audit.CallDenied(t.server, t.tool, ireq.UserID, ireq.ThreadID, d.By, d.Message)
 		return nil, ce
 	}
 	var ce *CallError
@@ -400,6 +405,9 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		conn, err := upstream.Dial(ictx, srv, opts)
 		if err != nil && unwatch != nil {
 			unwatch() // not every failed dial closes its connection
+		}
+		if err == nil {
+			ep.audit.StdioLaunch(srv.Name, srv.Command, len(srv.Args), user, thread, opts.Workspace)
 		}
 		return conn, err
 	})

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
@@ -80,6 +81,7 @@ type credAPI struct {
 	*api
 	logs      *syncBuffer
 	responses *syncBuffer // every response body except whoami echoes
+	audit     *syncBuffer // the audit stream
 }
 
 func newCredAPI(t *testing.T, doc string, env map[string]string) *credAPI {
@@ -91,7 +93,8 @@ func newCredAPI(t *testing.T, doc string, env map[string]string) *credAPI {
 		t.Fatal(err)
 	}
 	lookup := func(name string) (string, bool) { v, ok := env[name]; return v, ok }
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, Lookup: lookup, Logger: log})
+	auditBuf := &syncBuffer{}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, Lookup: lookup, Logger: log, Audit: audit.New(auditBuf)})
 	t.Cleanup(cache.Close)
 	keys := []settings.Key{
 		{Key: "k-alice", User: "alice", Role: settings.RoleAgent},
@@ -104,7 +107,7 @@ func newCredAPI(t *testing.T, doc string, env map[string]string) *credAPI {
 	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log,
 		HTTP: gateway.HTTPOptions{MaxCallsPerPrincipal: 64}}).Handler())
 	t.Cleanup(srv.Close)
-	return &credAPI{api: &api{t: t, url: srv.URL}, logs: logs, responses: &syncBuffer{}}
+	return &credAPI{api: &api{t: t, url: srv.URL}, logs: logs, responses: &syncBuffer{}, audit: auditBuf}
 }
 
 // call posts a tool call as key and returns the result; whoami results are
@@ -242,9 +245,16 @@ func TestCredentialLayersEndToEnd(t *testing.T) {
 		if want := "MCP server 'ctx' needs request-scoped credential(s) tenant. Send them in config.context.secrets, or set this server's headers_from_context.on_missing to 'passthrough'."; text(res) != want {
 			t.Errorf("missing: %v", res)
 		}
+		if !strings.Contains(a.audit.String(), `"by":"credential","event":"call.denied","message":"MCP server 'ctx' needs request-scoped credential(s) tenant.`) ||
+			!strings.Contains(a.audit.String(), `"server":"ctx","thread":"","time":`) || !strings.Contains(a.audit.String(), `"tool":"whoami","user":"alice"`) {
+			t.Errorf("the denial is not in the audit log:\n%s", a.audit.String())
+		}
 		_, res, _ = a.call("k-alice", "ctx_whoami", `{"secrets": {"region": "eu", "tenant": "t-`+canary+`\r\nX-Injected: 1"}}`)
 		if want := "MCP server 'ctx' cannot send request-scoped credential(s) as HTTP header values: 'tenant' contains a line break or another forbidden control character. Fix the value passed in config.context.secrets; a stray newline picked up when reading a token from a file is the usual cause."; text(res) != want {
 			t.Errorf("illegal: %v", res)
+		}
+		if strings.Contains(a.audit.String(), canary) {
+			t.Errorf("the audit log holds the secret:\n%s", a.audit.String())
 		}
 		_, _, h := a.call("k-alice", "ctx_whoami", `{"secrets": {"region": "eu", "tenant": "t-`+canary+`"}}`)
 		if h["x-tenant-token"] != "t-"+canary || h["x-region"] != "eu" {

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/antler-mcp/antler/host/catalog"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/configfile"
 	"github.com/antler-mcp/antler/host/dispatch"
@@ -60,6 +61,12 @@ type Options struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
 	// (settings debug.pprof; off by default).
 	Pprof bool
+	// Catalog, when set, serves the tool catalog's admin API
+	// (/api/mcp/catalog); without it those routes answer 503.
+	Catalog *catalog.Catalog
+	// Metrics, when set, is served at GET /metrics to admin principals
+	// (settings metrics: true without a metrics_listen of its own).
+	Metrics http.Handler
 }
 
 // Server is the gateway.
@@ -69,6 +76,8 @@ type Server struct {
 	auth  *principal.Authenticator
 	log   *slog.Logger
 	tasks *taskservice.Service
+	// catalog is the tool catalog's admin API (nil: 503).
+	catalog *catalog.Catalog
 	// taskTools serves task submits and the host tools on both doors;
 	// door is the MCP endpoint (/mcp, /sse, /messages).
 	taskTools *tasktools.Tools
@@ -107,7 +116,7 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy, envRefs: opts.ConfigEnvAllowlist}
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, catalog: opts.Catalog, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy, envRefs: opts.ConfigEnvAllowlist}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.http = opts.HTTP.withDefaults()
 	var edgeErrs []error
@@ -158,6 +167,8 @@ func New(opts Options) *Server {
 	api.GET("/mcp/routing-hints", s.routingHints)
 	api.GET("/mcp/servers", s.servers)
 	api.POST("/mcp/cache/reset", s.resetCache, configAdmin)
+	api.GET("/mcp/catalog", s.listCatalog, configAdmin)
+	api.POST("/mcp/catalog/approve", s.approveCatalog, configAdmin)
 	api.GET("/mcp/config", s.getConfig, configAdmin)
 	api.PUT("/mcp/config", s.putConfig, configAdmin)
 	api.PATCH("/mcp/config", s.patchConfig, configAdmin)
@@ -171,6 +182,9 @@ func New(opts Options) *Server {
 	api.POST("/threads/:thread_id/mcp-tasks/:task_id/input", s.answerTask)
 	if opts.Pprof {
 		s.routePprof()
+	}
+	if opts.Metrics != nil {
+		root.GET(metricsPath, echo.WrapHandler(opts.Metrics), s.authenticate, adminOnly(metricsPath))
 	}
 	return s
 }

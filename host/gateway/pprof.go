@@ -14,7 +14,7 @@ const pprofPrefix = "/debug/pprof/"
 // a profile shows what every caller is doing, and the CPU profile and trace
 // cost the whole host while they run.
 func (s *Server) routePprof() {
-	g := s.echo.Group("/debug/pprof", s.authenticate, pprofAdmin)
+	g := s.echo.Group("/debug/pprof", s.authenticate, adminOnly(pprofPrefix))
 	g.GET("/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
 	g.GET("/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
 	g.GET("/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
@@ -23,12 +23,15 @@ func (s *Server) routePprof() {
 	g.GET("/*", echo.WrapHandler(http.HandlerFunc(pprof.Index))) // the index and the named profiles (heap, goroutine, ...)
 }
 
-// pprofAdmin refuses the profiles to every principal but an admin.
-func pprofAdmin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !principalFrom(c).IsAdmin() {
-			return fail(c, http.StatusForbidden, "Admin privileges required for %s.", pprofPrefix)
+// adminOnly refuses what it guards, named by path in the message, to
+// every principal but an admin.
+func adminOnly(path string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !principalFrom(c).IsAdmin() {
+				return fail(c, http.StatusForbidden, "Admin privileges required for %s.", path)
+			}
+			return next(c)
 		}
-		return next(c)
 	}
 }

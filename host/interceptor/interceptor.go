@@ -92,12 +92,24 @@ func Chain(base Handler, chain ...Interceptor) Handler {
 // the tool's error, so it must never contain a credential.
 type Denied struct {
 	Message string
+	// By names the layer that refused: DeniedByCredential, DeniedByPlugin
+	// ("" when the interceptor did not say), for the audit log.
+	By string
 }
+
+// Layers that deny calls.
+const (
+	DeniedByCredential = "credential"
+	DeniedByPlugin     = "plugin"
+)
 
 func (e *Denied) Error() string { return e.Message }
 
 // Deny returns a *Denied error.
 func Deny(message string) error { return &Denied{Message: message} }
+
+// DenyBy returns a *Denied error from layer by.
+func DenyBy(by, message string) error { return &Denied{Message: message, By: by} }
 
 // IsDenied reports whether err is a denial and returns it.
 func IsDenied(err error) (*Denied, bool) {

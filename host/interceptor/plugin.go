@@ -57,13 +57,13 @@ func (l *pluginLayer) Intercept(ctx context.Context, req *Request, next Handler)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, Deny(p.FailureMessage())
+			return nil, DenyBy(DeniedByPlugin, p.FailureMessage())
 		}
 		if resp.Action == abi.ActionDeny {
-			return nil, Deny(safeMessage(resp.Message, p.Entry.Name))
+			return nil, DenyBy(DeniedByPlugin, safeMessage(resp.Message, p.Entry.Name))
 		}
 		if err := apply(req, &resp); err != nil {
-			return nil, Deny(p.FailureMessage())
+			return nil, DenyBy(DeniedByPlugin, p.FailureMessage())
 		}
 	}
 	result, err := next(ctx, req)
@@ -78,13 +78,13 @@ func (l *pluginLayer) Intercept(ctx context.Context, req *Request, next Handler)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, Deny(p.FailureMessage())
+		return nil, DenyBy(DeniedByPlugin, p.FailureMessage())
 	}
 	if out.Result == nil {
 		return result, nil
 	}
 	if !isJSONObject(out.Result) {
-		return nil, Deny(p.FailureMessage())
+		return nil, DenyBy(DeniedByPlugin, p.FailureMessage())
 	}
 	return append(json.RawMessage(nil), out.Result...), nil
 }

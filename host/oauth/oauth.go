@@ -55,6 +55,7 @@ type Manager struct {
 	timeout time.Duration
 
 	servers map[string]*source
+	onFetch func(server string, err error)
 }
 
 // Options tune a Manager; zero values are fine.
@@ -64,11 +65,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Timeout bounds one token request; zero means RequestTimeout (15 s).
 	Timeout time.Duration
+	// OnFetch, when set, is told each token request's outcome (err nil on
+	// success; the error never holds the secret).
+	OnFetch func(server string, err error)
 }
 
 // New builds a manager for every server of ext with an enabled oauth block.
 func New(ext *config.Extensions, opts Options) *Manager {
-	m := &Manager{client: opts.Client, now: opts.Now, log: opts.Logger, timeout: opts.Timeout, servers: map[string]*source{}}
+	m := &Manager{client: opts.Client, now: opts.Now, log: opts.Logger, timeout: opts.Timeout, onFetch: opts.OnFetch, servers: map[string]*source{}}
 	if m.timeout <= 0 {
 		m.timeout = RequestTimeout
 	}
@@ -171,6 +175,9 @@ func (m *Manager) run(src *source, f *fetch) {
 	src.mu.Unlock()
 
 	tok, err := m.request(ctx, src, refresh)
+	if m.onFetch != nil {
+		m.onFetch(src.server, err)
+	}
 
 	src.mu.Lock()
 	defer src.mu.Unlock()

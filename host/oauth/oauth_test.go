@@ -828,3 +828,38 @@ func TestConfigIsNotModified(t *testing.T) {
 		t.Errorf("the oauth block changed:\nbefore %+v\nafter  %+v", before, *s.OAuth)
 	}
 }
+
+// TestOnFetch: every token request's outcome reaches OnFetch (the metrics
+// count them), and a failure's error holds none of the secrets.
+func TestOnFetch(t *testing.T) {
+	cc := map[string]any{"client_id": "cid", "client_secret": canarySecret}
+	for _, tc := range []struct {
+		name   string
+		reply  reply
+		failed bool
+	}{
+		{"token", jsonReply(map[string]any{"access_token": "good"}), false},
+		{"HTTP 500", reply{status: 500, body: `{"error":"` + canaryBody + `"}`}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := newTokenEndpoint(t, always(tc.reply))
+			var got []error
+			var servers []string
+			m := oauth.New(extWith(t, ep.srv.URL, cc), oauth.Options{OnFetch: func(server string, err error) {
+				servers = append(servers, server)
+				got = append(got, err)
+			}})
+			_, _ = header(t, m, "api")
+			if len(got) != 1 || servers[0] != "api" || (got[0] != nil) != tc.failed {
+				t.Fatalf("OnFetch saw %v for %v, want one %s", got, servers, map[bool]string{true: "failure", false: "success"}[tc.failed])
+			}
+			if got[0] != nil {
+				for _, c := range canaries {
+					if strings.Contains(got[0].Error(), c) {
+						t.Errorf("the reported error leaks %s: %v", c, got[0])
+					}
+				}
+			}
+		})
+	}
+}

@@ -75,7 +75,27 @@ type Options struct {
 	// session is never closed for room or for idleness. It is called without
 	// the pool's lock held; nil pins nothing.
 	Pinned func(server, user, thread string) bool
+	// OnEvent, when set, is told each session's start and end with its
+	// reason, from the session's owner goroutine (several at once).
+	OnEvent func(server string, ev Event)
 }
+
+// Event is a session's start or the reason it ended.
+type Event string
+
+// Session events.
+const (
+	EventStarted Event = "started"
+	// EventEvicted: closed to make room for another session.
+	EventEvicted Event = "evicted"
+	// EventIdle: closed after the idle timeout.
+	EventIdle Event = "idle"
+	// EventCrashed: its process exited or its connection was lost.
+	EventCrashed Event = "crashed"
+	// EventClosed: retired with its thread, its server's settings or the
+	// pool.
+	EventClosed Event = "closed"
+)
 
 // Pool is safe for concurrent use.
 type Pool[S Session] struct {
@@ -83,6 +103,7 @@ type Pool[S Session] struct {
 	perUser int
 	idle    time.Duration
 	pinned  func(server, user, thread string) bool
+	onEvent func(server string, ev Event)
 
 	mu      sync.Mutex
 	entries map[Key]*entry[S]
@@ -105,6 +126,9 @@ type entry[S Session] struct {
 	// retired is set by RetireThread on a session that was leased: the
 	// last release closes it (unless pinned by then).
 	retired bool
+	// ended is why the session is closed, set with its removal before
+	// release is closed.
+	ended Event
 }
 
 // New returns a pool.
@@ -118,7 +142,7 @@ func New[S Session](opts Options) *Pool[S] {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
-	p := &Pool[S]{max: opts.MaxSessions, perUser: opts.MaxPerUser, idle: opts.IdleTimeout, pinned: opts.Pinned,
+	p := &Pool[S]{max: opts.MaxSessions, perUser: opts.MaxPerUser, idle: opts.IdleTimeout, pinned: opts.Pinned, onEvent: opts.OnEvent,
 		entries: map[Key]*entry[S]{}, users: map[string]int{}, lru: list.New(), stop: make(chan struct{})}
 	p.wg.Go(p.janitor)
 	return p
@@ -266,6 +290,7 @@ func (p *Pool[S]) evictOne(candidates []*entry[S]) bool {
 		ok := p.entries[e.key] == e && p.idleLocked(e)
 		if ok {
 			p.removeLocked(e)
+			e.ended = EventEvicted
 		}
 		p.mu.Unlock()
 		if ok {
@@ -303,8 +328,20 @@ func (p *Pool[S]) own(e *entry[S], dial DialFunc[S]) {
 	if err != nil {
 		return
 	}
+	p.event(e.key.Server, EventStarted)
 	<-e.release
 	_ = sess.Close()
+	ended := e.ended
+	if ended == "" {
+		ended = EventClosed
+	}
+	p.event(e.key.Server, ended)
+}
+
+func (p *Pool[S]) event(server string, ev Event) {
+	if p.onEvent != nil {
+		p.onEvent(server, ev)
+	}
 }
 
 // Evict removes the session of key if it is still the one identified by
@@ -318,6 +355,7 @@ func (p *Pool[S]) Evict(key Key, token any) {
 		return
 	}
 	p.removeLocked(e)
+	e.ended = EventCrashed
 	p.mu.Unlock()
 	close(e.release)
 }
@@ -474,6 +512,7 @@ func (p *Pool[S]) closeIdle(now time.Time) {
 		ok := p.entries[x.e.key] == x.e && p.idleLocked(x.e) && x.e.lastUsed.Equal(x.lastUsed)
 		if ok {
 			p.removeLocked(x.e)
+			x.e.ended = EventIdle
 		}
 		p.mu.Unlock()
 		if ok {

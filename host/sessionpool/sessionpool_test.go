@@ -249,3 +249,44 @@ func TestTryGet(t *testing.T) {
 		t.Fatalf("dialled %d times, want 1", d.n.Load())
 	}
 }
+
+// TestEvents: each session's start and the reason it ended reach OnEvent
+// (the metrics count them by server).
+func TestEvents(t *testing.T) {
+	events := make(chan string, 16)
+	p := sessionpool.New[*fakeSession](sessionpool.Options{MaxSessions: 2, IdleTimeout: time.Hour,
+		OnEvent: func(server string, ev sessionpool.Event) { events <- server + " " + string(ev) }})
+	next := func() string {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event within 5s")
+			return ""
+		}
+	}
+	d := &dialer{}
+	a, _ := get(p, sessionpool.Key{Server: "x", Scope: "a"}, d.dial)
+	if e := next(); e != "x started" {
+		t.Fatalf("first event %q", e)
+	}
+	_, _ = get(p, sessionpool.Key{Server: "y", Scope: "b"}, d.dial)
+	next()
+	_, _ = get(p, sessionpool.Key{Server: "y", Scope: "c"}, d.dial) // no room: a, the oldest, goes
+	if got := map[string]bool{next(): true, next(): true}; !got["x evicted"] || !got["y started"] {
+		t.Errorf("events %v, want x evicted and y started (in either order)", got)
+	}
+	if !a.closed.Load() {
+		t.Error("the evicted session is open")
+	}
+	c, _ := get(p, sessionpool.Key{Server: "y", Scope: "c"}, d.dial)
+	c.exited()
+	if e := next(); e != "y crashed" {
+		t.Errorf("exited session: %q, want y crashed", e)
+	}
+	p.Close()
+	if e := next(); e != "y closed" {
+		t.Errorf("closed pool: %q, want y closed", e)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -55,6 +56,15 @@ type Settings struct {
 	HTTP HTTP `yaml:"http"`
 	// Debug turns on diagnostics that are off by default.
 	Debug Debug `yaml:"debug"`
+	// Metrics turns on the Prometheus metrics (off by default): served at
+	// GET /metrics on the main listener to admin principals, or, when
+	// MetricsListen is set, at /metrics on that address without
+	// authentication (bind it where only the scraper reaches).
+	Metrics       bool   `yaml:"metrics"`
+	MetricsListen string `yaml:"metrics_listen"`
+	// AuditLog is where the audit stream goes (JSON lines): "" for none,
+	// "stderr", or a file path, appended to and created 0600.
+	AuditLog string `yaml:"audit_log"`
 }
 
 // Debug holds diagnostics for operators.
@@ -218,6 +228,13 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 		problems = append(problems, "max_result_bytes: must be a number of bytes from 0 (the 16 MiB default) to 1099511627776")
 	}
 	problems = append(problems, s.HTTP.validate()...)
+	if s.MetricsListen != "" {
+		if !s.Metrics {
+			problems = append(problems, "metrics_listen: needs metrics: true")
+		} else if _, _, err := net.SplitHostPort(s.MetricsListen); err != nil {
+			problems = append(problems, "metrics_listen: must be host:port, such as 127.0.0.1:9464")
+		}
+	}
 	switch strings.ToLower(s.LogLevel) {
 	case "debug", "info", "warn", "error":
 	default:

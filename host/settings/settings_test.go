@@ -74,6 +74,15 @@ func TestLoadValid(t *testing.T) {
 			want: func() settings.Settings { s := settings.Defaults(); s.Debug.Pprof = true; return s }(),
 		},
 		{
+			name: "metrics on their own listener",
+			yaml: "metrics: true\nmetrics_listen: 127.0.0.1:9464\n",
+			want: func() settings.Settings {
+				s := settings.Defaults()
+				s.Metrics, s.MetricsListen = true, "127.0.0.1:9464"
+				return s
+			}(),
+		},
+		{
 			name: "partial file overrides only what it sets",
 			yaml: "listen: 0.0.0.0:9000\n",
 			want: func() settings.Settings { s := settings.Defaults(); s.Listen = "0.0.0.0:9000"; return s }(),
@@ -216,6 +225,16 @@ func TestLoadInvalid(t *testing.T) {
 			name: "bad log level",
 			yaml: "log_level: verbose\n",
 			want: []string{"log_level: must be one of debug, info, warn, error"},
+		},
+		{
+			name: "metrics_listen without metrics",
+			yaml: "metrics_listen: 127.0.0.1:9464\n",
+			want: []string{"metrics_listen: needs metrics: true"},
+		},
+		{
+			name: "metrics_listen not an address",
+			yaml: "metrics: true\nmetrics_listen: 9464\n",
+			want: []string{"metrics_listen: must be host:port"},
 		},
 		{
 			name: "every problem is reported",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
@@ -22,6 +23,8 @@ type Options struct {
 	// CacheDir holds compiled Wasm across restarts ("" keeps it in memory).
 	CacheDir string
 	Logger   *slog.Logger
+	// Audit, when set, records each driver loaded.
+	Audit *audit.Logger
 }
 
 // Load loads every plugin driver in specs and registers each under Name
@@ -62,6 +65,7 @@ func Load(ctx context.Context, specs []config.TaskDriverSpec, caller ordinary.To
 			return nil, err
 		}
 		log.Info("Loaded MCP task driver", "plugin", e.Name, "kind", e.Kind, "server", spec.Server, "toolset", spec.Toolset, "sha256", p.SHA256[:12])
+		opts.Audit.PluginLoad(e.Name, "driver", e.Kind, e.Path, p.SHA256)
 	}
 	return set, nil
 }

@@ -58,7 +58,11 @@ func (s *Service) Answer(ctx context.Context, id, userID, threadID string, a tas
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return s.store.RecordAnswer(ctx, id, userID, threadID, answerIDPrefix+hex.EncodeToString(b[:]), body, s.now())
+	row, err = s.store.RecordAnswer(ctx, id, userID, threadID, answerIDPrefix+hex.EncodeToString(b[:]), body, s.now())
+	if err == nil {
+		s.auditTask(row, "answer_recorded", "input_required")
+	}
+	return row, err
 }
 
 // deliverAnswer runs a claimed task's poll as the delivery of its pending
@@ -102,6 +106,9 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 	case err != nil && task.IsPermanent(err):
 		msg := task.Truncate(refusedPrefix+err.Error(), task.MaxErrorChars)
 		ok, rerr := s.store.RefuseAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, msg, at.Add(s.cfg.InputRequiredPollInterval()), at)
+		if rerr == nil && ok {
+			s.auditTask(row, "answer_refused", "")
+		}
 		if rerr == nil && !ok {
 			s.log.Warn("Discarded an MCP task answer's refusal after lease ownership changed or expired", "task_id", row.ID)
 		}
@@ -113,6 +120,11 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 	}
 	next := nextPoll(at, snap, s.cfg)
 	ok, err = s.store.ApplyAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, toStore(snap), driverData(snap), next, at)
+	if err == nil && ok {
+		from := row.Status
+		row.Status = string(snap.Status)
+		s.auditTask(row, "answer_delivered", from)
+	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded an MCP task answer's reply after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)
 	}

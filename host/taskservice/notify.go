@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskstore"
@@ -53,6 +54,7 @@ func (s *Service) notifyOne(ctx context.Context, row taskstore.Task) error {
 			prev = "delivery failed"
 		}
 		msg := fmt.Sprintf("Notification delivery stopped after %d failed attempts: %s", n, prev)
+		s.metrics.Delivery(metrics.DeliveryDeadLetter)
 		return s.fenced(row.ID, "dead letter")(s.store.DeadLetter(ctx, l, task.Truncate(msg, task.MaxErrorChars), false, s.now()))
 	}
 	if row.NotificationStatus != taskstore.NotifyDispatched {
@@ -82,12 +84,16 @@ func (s *Service) notifyOne(ctx context.Context, row taskstore.Task) error {
 	record := s.fenced(row.ID, "record the outcome of")
 	switch {
 	case err == nil:
+		s.metrics.Delivery(metrics.DeliveryDelivered)
 		return record(s.store.FinishDelivered(ctx, l, at))
 	case errors.Is(err, tasknotify.ErrPermanent):
+		s.metrics.Delivery(metrics.DeliveryDeadLetter)
 		return record(s.store.DeadLetter(ctx, l, errText, true, at))
 	case errors.Is(err, tasknotify.ErrBusy):
+		s.metrics.Delivery(metrics.DeliveryRetried)
 		return record(s.store.ReleaseNotification(ctx, l, "", false, at.Add(s.cfg.PollInterval()), at))
 	default: // refused (answered) or unknown (no answer): counted
+		s.metrics.Delivery(metrics.DeliveryRetried)
 		return record(s.store.FinishFailed(ctx, l, errText, errors.Is(err, tasknotify.ErrRefused), retry, at))
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/antler-mcp/antler/host/audit"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskstore"
@@ -44,6 +46,11 @@ type Options struct {
 	// Notifier delivers task events (nil: events stay pending in the
 	// outbox, visible through the API and the events stream).
 	Notifier tasknotify.Notifier
+	// Metrics, when set, records poll latency and delivery outcomes, and
+	// reads its task gauges from Store at each scrape.
+	Metrics *metrics.Metrics
+	// Audit, when set, records every task lifecycle change.
+	Audit *audit.Logger
 }
 
 // Service is safe for concurrent use.
@@ -56,6 +63,8 @@ type Service struct {
 	owner   string
 
 	notifier tasknotify.Notifier
+	metrics  *metrics.Metrics
+	audit    *audit.Logger
 
 	// polling maps the id of each task polled now to the cancel func of its
 	// poll's context.
@@ -69,7 +78,7 @@ type Service struct {
 
 // New returns a service; Start runs its loop.
 func New(opts Options) *Service {
-	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner, notifier: opts.Notifier}
+	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner, notifier: opts.Notifier, metrics: opts.Metrics, audit: opts.Audit}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -81,6 +90,12 @@ func New(opts Options) *Service {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		s.owner = host + ":" + hex.EncodeToString(b[:])
+	}
+	if s.store != nil {
+		s.metrics.SetTaskStats(func(ctx context.Context) (metrics.TaskStats, error) {
+			st, err := s.store.Stats(ctx)
+			return metrics.TaskStats{ByStatus: st.ByStatus, Degraded: st.Degraded, AnswersPending: st.AnswersPending}, err
+		})
 	}
 	return s
 }
@@ -324,7 +339,18 @@ func (s *Service) persist(ctx context.Context, driverName string, req task.Submi
 	if next := task.NextPollAt(now, snap, s.cfg); next != nil {
 		nt.NextPollAt = *next
 	}
-	return s.store.Create(ctx, nt, now)
+	row, err := s.store.Create(ctx, nt, now)
+	if err == nil {
+		s.auditTask(row, "created", "")
+	}
+	return row, err
+}
+
+// auditTask records a lifecycle change of row (its status after the
+// change), from the status before it ("" when none or unchanged).
+func (s *Service) auditTask(row taskstore.Task, change, from string) {
+	s.audit.TaskChange(audit.Task{ID: row.ID, User: row.UserID, Thread: row.ThreadID, Server: row.ServerName,
+		Driver: row.DriverName, Change: change, From: from, To: row.Status})
 }
 
 func (s *Service) compensate(drv task.Driver, ref task.Reference) {
@@ -412,9 +438,11 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
 		return rerr
 	}
+	started := time.Now()
 	snap, err := boundedCall(ctx, "status", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.Snapshot, error) {
 		return drv.Status(ctx, reference(row))
 	})
+	s.metrics.TaskPoll(row.DriverName, err, time.Since(started))
 	polledAt := s.now() // the remote call's completion, not the scan
 	if err == nil {
 		snap, err = task.Normalize(snap, s.cfg)
@@ -432,6 +460,9 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 	ok, err := s.store.ApplyPoll(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), driverData(snap), nextPoll(polledAt, snap, s.cfg), polledAt)
 	if err != nil {
 		return err
+	}
+	if ok && string(snap.Status) != row.Status {
+		s.auditStatus(row, string(snap.Status))
 	}
 	if !ok {
 		s.log.Warn("Discarded MCP task poll result after lease ownership changed or expired", "task_id", row.ID)
@@ -487,6 +518,9 @@ func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
 		return rerr
 	}
 	ok, err := s.store.ApplyCancelSnapshot(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), at)
+	if err == nil && ok && string(snap.Status) != row.Status {
+		s.auditStatus(row, string(snap.Status))
+	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded MCP task cancellation result after lease ownership changed or expired", "task_id", row.ID)
 	}
@@ -503,6 +537,7 @@ func (s *Service) Cancel(ctx context.Context, id, userID, threadID string) (task
 	}
 	row, err := s.store.RequestCancel(ctx, id, userID, threadID, s.now())
 	if err == nil {
+		s.auditTask(row, "cancel_requested", "")
 		if stop, ok := s.polling.Load(id); ok {
 			stop.(context.CancelFunc)() // the request fenced the poll; end its call
 		}
@@ -642,4 +677,11 @@ func (s *Service) ListOwned(ctx context.Context, userID string, before time.Time
 // first, after the position (at, id) (see taskstore.Store.UserEvents).
 func (s *Service) UserEvents(ctx context.Context, userID string, at time.Time, id string, limit int) ([]taskstore.Task, error) {
 	return s.store.UserEvents(ctx, userID, at, id, limit)
+}
+
+// auditStatus records row's status change to status.
+func (s *Service) auditStatus(row taskstore.Task, status string) {
+	from := row.Status
+	row.Status = status
+	s.auditTask(row, "status", from)
 }

@@ -230,27 +230,36 @@ func parseDSN(dsn string) (dialect, string, error) {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	migrations, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		return fmt.Errorf("taskstore: migrations: %w", err)
-	}
-	gd, opts, err := s.d.migrationOptions(ctx, s.write)
+	p, err := s.d.migrations(ctx, s.write)
 	if err != nil {
 		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("taskstore: migrate %s: %w", s.d, err)
+	}
+	return nil
+}
+
+// migrations is the goose provider of the embedded migrations on db.
+func (d dialect) migrations(ctx context.Context, db *sql.DB) (*goose.Provider, error) {
+	migrations, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("taskstore: migrations: %w", err)
+	}
+	gd, opts, err := d.migrationOptions(ctx, db)
+	if err != nil {
+		return nil, err
 	}
 	opts = append(opts,
 		goose.WithTableName(migrationTable),
 		goose.WithDisableGlobalRegistry(true),
 		goose.WithLogger(goose.NopLogger()),
 	)
-	p, err := goose.NewProvider(gd, s.write, migrations, opts...)
+	p, err := goose.NewProvider(gd, db, migrations, opts...)
 	if err != nil {
-		return fmt.Errorf("taskstore: migrations: %w", err)
+		return nil, fmt.Errorf("taskstore: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("taskstore: migrate %s: %w", s.d, err)
-	}
-	return nil
+	return p, nil
 }
 
 // Close releases the database connections.

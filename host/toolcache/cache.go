@@ -30,12 +30,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/antler-mcp/antler/host/audit"
+	"github.com/antler-mcp/antler/host/catalog"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/credential"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/header"
 	"github.com/antler-mcp/antler/host/interceptor"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/oauth"
 	"github.com/antler-mcp/antler/host/sessionpool"
 	"github.com/antler-mcp/antler/host/upstream"
@@ -87,6 +90,32 @@ type Options struct {
 	// (Tool.TaskSupport) and submitted as durable tasks. Without it they
 	// stay plain tools.
 	SpecTasks bool
+	// OnDiscovered, when set, is called as each server's discovery ends
+	// (connected and listed, or failed), from that server's goroutine:
+	// several may run at once. The CLI shows progress with it.
+	OnDiscovered func(Discovered)
+	// Metrics, when set, counts the pool's stdio sessions.
+	Metrics *metrics.Metrics
+	// Audit, when set, records stdio launches and plugin loads.
+	Audit *audit.Logger
+	// Catalog, when set, pins each server's tools against the approved
+	// tool catalog (its tool_catalog policy) at each discovery.
+	Catalog *catalog.Catalog
+}
+
+// catalogTimeout bounds the tool catalog's store reads and writes of one
+// discovery.
+const catalogTimeout = 10 * time.Second
+
+// Discovered is one server's discovery outcome, as it ends.
+type Discovered struct {
+	Server    string
+	Transport string
+	// Tools is the number of tools the server listed.
+	Tools   int
+	Elapsed time.Duration
+	// Err is the failure, nil when the server connected.
+	Err error
 }
 
 // Cache is safe for concurrent use.
@@ -208,7 +237,8 @@ func New(opts Options) *Cache {
 		signer:  config.ConfigSigner(), rehasher: config.ConfigSigner(), now: time.Now,
 		watcher: virtualpath.NewWatcher(),
 		pool: sessionpool.New[*upstream.Conn](sessionpool.Options{
-			MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned})}
+			MaxSessions: opts.MaxSessions, MaxPerUser: opts.MaxSessionsPerUser, IdleTimeout: opts.IdleTimeout, Pinned: opts.Pinned,
+			OnEvent: func(server string, ev sessionpool.Event) { opts.Metrics.Session(server, string(ev)) }})}
 }
 
 // Snapshot returns the current tools, discovering them on first use or after
@@ -367,6 +397,7 @@ func (c *Cache) loadPlugins(ext *config.Extensions) ([]*plugins.Plugin, []string
 			return nil, nil, err
 		}
 		c.log.Info("Loaded MCP interceptor", "plugin", e.Name, "kind", e.Kind, "sha256", p.SHA256[:12])
+		c.opts.Audit.PluginLoad(e.Name, "interceptor", e.Kind, e.Path, p.SHA256)
 		loaded = append(loaded, p)
 	}
 	return loaded, warnings, nil
@@ -430,8 +461,14 @@ func (c *Cache) startLocked(retired *Snapshot) {
 			if snap != nil {
 				snap.close()
 			}
+			if retired != nil && !errors.Is(err, errSuperseded) {
+				c.opts.Metrics.ConfigReload(metrics.ReloadRejected)
+			}
 			d.err = err
 			return
+		}
+		if retired != nil {
+			c.opts.Metrics.ConfigReload(metrics.ReloadApplied)
 		}
 		c.generation++
 		snap.Generation = c.generation
@@ -634,6 +671,7 @@ func (c *Cache) staleLocked(st *state) bool {
 				next.badSig, next.seen = rev.Sig, rev
 				c.state.Store(&next)
 				c.log.Warn("extensions config changed but cannot be loaded; still serving the last good tools", "error", err.Error())
+				c.opts.Metrics.ConfigReload(metrics.ReloadRejected)
 				return false
 			}
 			if ext.MCPDigest() != st.digest {
@@ -686,7 +724,7 @@ func (c *Cache) pluginsChangedLocked(st *state) bool {
 // snapshot in configuration order.
 func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], watcher *virtualpath.Watcher, notify func(dispatch.Notification)) *Snapshot {
 	servers := ext.Enabled()
-	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log})
+	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log, OnFetch: opts.Metrics.OAuthFetch})
 	// uoptsFor gives each server its base headers: static, plus the cached
 	// OAuth header (discovery fetches the first one; calls refresh it).
 	uoptsFor := func(srv *config.Server) upstream.Options {
@@ -728,6 +766,12 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		wg.Go(func() {
 			ctx, cancel := withTimeout(context.Background(), srv.SessionInitTimeout)
 			defer cancel()
+			if report := opts.OnDiscovered; report != nil {
+				start := time.Now()
+				defer func() {
+					report(Discovered{Server: srv.Name, Transport: srv.Type, Tools: len(results[i].tools), Elapsed: time.Since(start), Err: results[i].err})
+				}()
+			}
 			if !srv.IsStdio() && tokens.Has(srv.Name) {
 				// Fail-soft: without a token the server is still tried.
 				if _, err := tokens.Header(ctx, srv.Name); err != nil {
@@ -756,6 +800,21 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		})
 	}
 	wg.Wait()
+	pinned := make([]catalog.Verdict, len(servers))
+	if opts.Catalog != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), catalogTimeout)
+		for i, srv := range servers {
+			if results[i].err != nil {
+				continue
+			}
+			v, err := opts.Catalog.Pin(ctx, srv.Name, srv.CatalogPolicy(), results[i].tools)
+			if err != nil {
+				log.Error("MCP tool catalog check failed", "server", srv.Name, "error", err.Error())
+			}
+			pinned[i], results[i].tools = v, v.Served
+		}
+		cancel()
+	}
 
 	snap := &Snapshot{
 		DiscoveredAt: time.Now(),
@@ -773,7 +832,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 	}
 	owner := map[string]string{} // exposed name → server
 	for i, srv := range servers {
-		st := ServerStatus{Name: srv.Name, Transport: srv.Type}
+		st := ServerStatus{Name: srv.Name, Transport: srv.Type, CatalogDrifted: pinned[i].Drifted, CatalogHeld: pinned[i].Held}
 		r := results[i]
 		if r.err != nil {
 			st.State = StateFailed
@@ -798,6 +857,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		} else {
 			st.ProtocolVersion = r.conn.ProtocolVersion()
 		}
+		eopts.Audit = opts.Audit
 		ep := dispatch.NewEndpoint(srv, eopts)
 		snap.endpoints[srv.Name] = ep
 		roles, missing := taskRoles(srv, r.tools)

@@ -90,6 +90,11 @@ type ServerStatus struct {
 	InvalidNames int `json:"invalid_names,omitempty"`
 	// Sessions is the number of pooled stdio sessions (one per user thread).
 	Sessions int `json:"sessions"`
+	// CatalogDrifted names the tools whose definitions differ from the
+	// approved tool catalog; CatalogHeld those of them not served
+	// (tool_catalog hold).
+	CatalogDrifted []string `json:"catalog_drifted,omitempty"`
+	CatalogHeld    []string `json:"catalog_held,omitempty"`
 }
 
 // Snapshot is one published discovery: the tools, the servers' status and the

@@ -68,6 +68,9 @@ type config struct {
 	initDelay  time.Duration
 	extraTools []string
 	blob       bool
+	// echoNote is appended to the echo tool's description: a server that
+	// rewrites a tool, for the tool catalog's tests.
+	echoNote string
 }
 
 func main() { mcpserve.Main("demo", parseFlags, run) }
@@ -85,6 +88,7 @@ func parseFlags(args []string, errOut io.Writer) (config, error) {
 	fs.StringVar(&cfg.name, "name", "demo", "server name advertised to clients")
 	fs.DurationVar(&cfg.initDelay, "init-delay", 0, "delay before answering initialize or server/discover")
 	fs.BoolVar(&cfg.blob, "blob", false, "also offer the blob tool, which returns a text result of any size (for result-size limits)")
+	fs.StringVar(&cfg.echoNote, "echo-note", "", "text appended to the echo tool's description (a rewritten tool, for tool-catalog tests)")
 	fs.StringVar(&tools, "tools", "", "comma-separated names of extra trivial tools that answer \"<name> ok\"")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -152,7 +156,11 @@ func newServer(cfg config) *server.MCPServer {
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 	)
-	srv.AddTools(builtinTools()...)
+	builtin := builtinTools()
+	if cfg.echoNote != "" {
+		builtin[0].Tool.Description += " " + cfg.echoNote // builtin[0] is echo
+	}
+	srv.AddTools(builtin...)
 	if cfg.blob {
 		srv.AddTool(
 			mcp.NewTool("blob",

@@ -3,6 +3,7 @@
 //	antler serve [--config PATH] [--settings PATH] [--listen ADDR] [--data DIR] [--db URL]
 //	antler config validate [PATH]
 //	antler tools [--config PATH]
+//	antler doctor [--config PATH] [--settings PATH] [--data DIR] [--db URL]
 //	antler plugin build|inspect|test ...
 //	antler version
 package main
@@ -40,6 +41,7 @@ Usage:
   antler serve [--config PATH] [--settings PATH] [--listen ADDR] [--data DIR] [--db URL]
   antler config validate [PATH]
   antler tools [--config PATH]
+  antler doctor [--config PATH] [--settings PATH] [--data DIR] [--db URL]
   antler plugin build <dir> | inspect <file.wasm> | test <file.wasm> --input req.json
   antler version
 `
@@ -60,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdValidate(args[2:], stdout, stderr)
 	case "tools":
 		return cmdTools(args[1:], stdout, stderr)
+	case "doctor":
+		return cmdDoctor(args[1:], stdout, stderr)
 	case "plugin":
 		return cmdPlugin(args[1:], stdout, stderr)
 	case "version":
@@ -142,11 +146,13 @@ func cmdTools(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cache := toolcache.New(toolcache.Options{ConfigPath: *cfgPath, Logger: log, Version: versionString()})
+	progress, done := discoveryProgress(stderr)
+	cache := toolcache.New(toolcache.Options{ConfigPath: *cfgPath, Logger: log, Version: versionString(), OnDiscovered: progress})
 	defer cache.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	snap, err := cache.Load(ctx)
+	done()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1

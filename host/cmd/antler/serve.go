@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,11 +17,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/antler-mcp/antler/host/audit"
+	"github.com/antler-mcp/antler/host/catalog"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/launchpolicy"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
@@ -32,49 +37,70 @@ import (
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
-func cmdServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "extensions_config.json path (default: $ANTLER_EXTENSIONS_CONFIG, $DEER_FLOW_EXTENSIONS_CONFIG_PATH, ./extensions_config.json, ./mcp_config.json)")
-	setPath := fs.String("settings", "", "host settings file (default: $ANTLER_SETTINGS, ./antler.yaml)")
-	listen := fs.String("listen", "", "listen address (overrides settings)")
-	dataDir := fs.String("data", "", "data directory (overrides settings)")
-	db := fs.String("db", "", "database: empty for SQLite in the data directory, or postgres://... (overrides settings)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
+// hostFlags are the flags serve and doctor share: where the configuration,
+// the settings, the data and the database are.
+type hostFlags struct {
+	fs                                    *flag.FlagSet
+	config, settingsPath, listen, dataDir *string
+	db                                    *string
+}
 
-	sp, err := settings.ResolvePath(*setPath, envvar.OS)
+func registerHostFlags(fs *flag.FlagSet) hostFlags {
+	return hostFlags{fs: fs,
+		config:       fs.String("config", "", "extensions_config.json path (default: $ANTLER_EXTENSIONS_CONFIG, $DEER_FLOW_EXTENSIONS_CONFIG_PATH, ./extensions_config.json, ./mcp_config.json)"),
+		settingsPath: fs.String("settings", "", "host settings file (default: $ANTLER_SETTINGS, ./antler.yaml)"),
+		listen:       fs.String("listen", "", "listen address (overrides settings)"),
+		dataDir:      fs.String("data", "", "data directory (overrides settings)"),
+		db:           fs.String("db", "", "database: empty for SQLite in the data directory, or postgres://... (overrides settings)"),
+	}
+}
+
+// settings loads the settings file with the flags given on top, and
+// returns the file's path ("" for the defaults).
+func (h hostFlags) settings() (settings.Settings, string, error) {
+	sp, err := settings.ResolvePath(*h.settingsPath, envvar.OS)
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return settings.Settings{}, "", err
 	}
 	st, err := settings.Load(sp, envvar.OS)
 	if err != nil {
+		return st, sp, err
+	}
+	h.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen":
+			st.Listen = *h.listen
+		case "data":
+			st.DataDir = *h.dataDir
+		case "db":
+			st.Database = *h.db
+		}
+	})
+	if st.Database != "" && !strings.HasPrefix(st.Database, "postgres://") && !strings.HasPrefix(st.Database, "postgresql://") {
+		return st, sp, errors.New("database: must be empty (SQLite in the data directory) or a postgres:// URL")
+	}
+	return st, sp, nil
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	hf := registerHostFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfgPath := hf.config
+	st, _, err := hf.settings()
+	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "listen":
-			st.Listen = *listen
-		case "data":
-			st.DataDir = *dataDir
-		case "db":
-			st.Database = *db
-		}
-	})
 	log := newLogger(stderr, st.LogLevel)
 	grace, err := parseDuration(st.ShutdownTimeout, 10*time.Second)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
 	}
-	if st.Database != "" && !strings.HasPrefix(st.Database, "postgres://") && !strings.HasPrefix(st.Database, "postgresql://") {
-		fmt.Fprintln(stderr, "error: database: must be empty (SQLite in the data directory) or a postgres:// URL")
-		return 1
-	}
-
 	auth := principal.New(st.Auth.Keys)
 	if err := gateway.CheckListen(st.Listen, auth); err != nil {
 		fmt.Fprintln(stderr, "error:", err)
@@ -88,7 +114,38 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// The store holds the durable tasks (when mcp_tasks is on) and the tool
+	// catalog (always: every server is pinned unless its tool_catalog is off).
+	dsn := st.Database
+	if dsn == "" {
+		dsn = filepath.Join(st.DataDir, "antler.db")
+	}
+	store, err := taskstore.Open(ctx, dsn, taskstore.WithTrackingDegradedAfter(st.MCPTasks.TrackingDegradedAfterErrors))
+	if err != nil {
+		fmt.Fprintln(stderr, "error: task store:", err)
+		return 1
+	}
+	defer store.Close()
+
 	idle, _ := time.ParseDuration(st.StdioPool.IdleTimeout) // validated with the settings
+	var m *metrics.Metrics
+	if st.Metrics {
+		m = metrics.New()
+	}
+	auditLog, err := audit.Open(st.AuditLog)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	defer auditLog.Close()
+	cat := catalog.New(store, catalog.Options{Logger: log, Audit: auditLog, Metrics: m})
+	progress, done := discoveryProgress(stderr)
+	onDiscovered := func(d toolcache.Discovered) {
+		m.Discovery(d.Server, d.Err, d.Elapsed)
+		if progress != nil {
+			progress(d)
+		}
+	}
 	// The task store, once the task runtime has opened it.
 	var taskStore atomic.Pointer[taskstore.Store]
 	cache := toolcache.New(toolcache.Options{
@@ -105,9 +162,14 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		MaxSessionsPerUser: st.StdioPool.MaxSessionsPerUser,
 		Pinned:             activeTaskIn(&taskStore),
 		MaxResultBytes:     st.MaxResultBytes,
+		OnDiscovered:       onDiscovered,
+		Metrics:            m,
+		Audit:              auditLog,
+		Catalog:            cat,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	snap, err := cache.Load(ctx)
+	done()
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -118,7 +180,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	tasks, closeTasks, err := startTasks(ctx, st, cache, snap, log, &taskStore)
+	tasks, closeTasks, err := startTasks(ctx, st, store, dsn, cache, snap, log, &taskStore, m, auditLog)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -134,9 +196,21 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	// ./extensions_config.json when there is none); the stdio launch policy
 	// and the $VAR allowlist are read from the environment once.
 	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
-	srv := gateway.New(gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks,
+	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks, Catalog: cat,
 		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString(),
-		Pprof: st.Debug.Pprof})
+		Pprof: st.Debug.Pprof}
+	if m != nil && st.MetricsListen == "" {
+		gopts.Metrics = m.Handler()
+	}
+	srv := gateway.New(gopts)
+	if m != nil && st.MetricsListen != "" {
+		stopMetrics, err := serveMetrics(st.MetricsListen, m, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "error: metrics_listen:", err)
+			return 1
+		}
+		defer stopMetrics()
+	}
 	dataAbs, _ := filepath.Abs(st.DataDir)
 	log.Info("antler listening", "addr", "http://"+ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "config", snap.ConfigPath, "data", dataAbs, "tools", len(snap.Tools))
 	printTryIt(stdout, ln.Addr().String(), snap, auth.Open())
@@ -205,7 +279,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store]) (*taskservice.Service, func(), error) {
+func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Store, dsn string, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
 	// a later edit of it is refused for task calls until a restart
 	// (reference §6.7).
@@ -217,44 +291,32 @@ func startTasks(ctx context.Context, st settings.Settings, cache *toolcache.Cach
 		}
 		return nil, func() {}, nil
 	}
-	dsn := st.Database
-	if dsn == "" {
-		dsn = filepath.Join(st.DataDir, "antler.db")
-	}
-	store, err := taskstore.Open(ctx, dsn, taskstore.WithTrackingDegradedAfter(st.MCPTasks.TrackingDegradedAfterErrors))
-	if err != nil {
-		return nil, nil, fmt.Errorf("task store: %w", err)
-	}
 	opened.Store(store)
 	var drivers task.Registry
 	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache, Frozen: &frozen})); err != nil {
-		store.Close()
 		return nil, nil, err
 	}
 	spec := spectasks.New(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: st.MCPTasks.Config.MaxPollBackoff()})
 	if err := drivers.Register(spectasks.Name, spec); err != nil {
-		store.Close()
 		return nil, nil, err
 	}
 	ext := spectasks.NewExtension(taskservice.SpecCaller{Cache: cache}, spectasks.Options{MaxPollInterval: st.MCPTasks.Config.MaxPollBackoff()})
 	if err := drivers.Register(spectasks.ExtensionName, ext); err != nil {
-		store.Close()
 		return nil, nil, err
 	}
 	pluginDrivers, err := taskplugin.Load(ctx, snap.TaskDrivers, taskservice.CacheCaller{Cache: cache, Frozen: &frozen}, &drivers,
-		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log})
+		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log, Audit: auditLog})
 	if err != nil {
-		store.Close()
 		return nil, nil, err
 	}
-	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log}
+	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log, Metrics: m, Audit: auditLog}
 	if n := st.MCPTasks.Notifications; n.WebhookURL != "" {
 		opts.Notifier = &tasknotify.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}
 	}
 	svc := taskservice.New(opts)
 	svc.Start()
 	log.Info("MCP task runtime started", "store", redactDSN(dsn), "owner", svc.Owner(), "webhook", opts.Notifier != nil)
-	return svc, func() { svc.Stop(); pluginDrivers.Close(); opened.Store(nil); store.Close() }, nil
+	return svc, func() { svc.Stop(); m.SetTaskStats(nil); pluginDrivers.Close(); opened.Store(nil) }, nil
 }
 
 // activeTaskIn is the session pool's pinned hook: whether the task store
@@ -276,4 +338,23 @@ func activeTaskIn(store *atomic.Pointer[taskstore.Store]) func(server, user, thr
 // redactDSN drops a database URL's password for the log.
 func redactDSN(dsn string) string {
 	return dispatch.Redact(dsn)
+}
+
+// serveMetrics serves the metrics alone at /metrics on addr, without
+// authentication, until the returned stop is called.
+func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener stopped", "error", err)
+		}
+	}()
+	log.Info("metrics listening", "addr", "http://"+ln.Addr().String()+"/metrics")
+	return func() { hs.Close() }, nil
 }

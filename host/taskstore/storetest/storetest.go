@@ -73,6 +73,8 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"AnswerRefused", testAnswerRefused},
 		{"CancelAbandonsAnswer", testCancelAbandonsAnswer},
 		{"ApplyPollDriverData", testApplyPollDriverData},
+		{"Stats", testStats},
+		{"Catalog", testCatalog},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
