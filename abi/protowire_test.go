@@ -250,6 +250,23 @@ var wireCases = []struct {
 	{"TaskDriverResponse/poll-after-unset", &abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{PollAfterSeconds: 3}}, []wf{
 		msg(2), // a value without HasPollAfter is null
 	}},
+	{"TaskAnswerRequest", fullTaskAnswerRequest, []wf{
+		msg(1,
+			str(1, "local-1"),
+			str(2, "u1"),
+			str(3, "t1"),
+			str(4, "jobs"),
+			str(5, "remote-77"),
+			byt(6, []byte(`{"queue":"gpu"}`)),
+		),
+		byt(2, []byte(`{"message":"Which colour?","requestedSchema":{"type":"object"}}`)),
+		str(3, "accept"),
+		byt(4, []byte(`{"colour":"blue ✓"}`)),
+		str(5, "mcp-answer-0f1e"),
+	}},
+	{"TaskAnswerRequest/empty-task", &abi.TaskAnswerRequest{Action: "cancel"}, []wf{
+		str(3, "cancel"), // an empty task reference is not written
+	}},
 	{"CallToolRequest", fullCallToolRequest, []wf{
 		str(1, "github"),
 		str(2, "list_issues"),
