@@ -1,5 +1,6 @@
-// Package taskplugin runs a task toolset's plugin driver (a Wasm module or a
-// go-plugin process speaking the ABI's task messages) as a task.Driver. The
+// Package taskplugin runs a task toolset's plugin driver, or a server's
+// driver of its MCP task tools (a Wasm module or a go-plugin process
+// speaking the ABI's task messages), as a task.Driver. The
 // plugin keeps its own opaque driver data, which the store persists, and
 // reaches upstream tools only through the host's call_tool, which this
 // package scopes to the task's server, user and thread and sends through the
@@ -40,6 +41,11 @@ func Name(server, toolset string) string {
 	sum := sha256.Sum256([]byte(server + "\x00" + toolset))
 	return NamePrefix + hex.EncodeToString(sum[:12])
 }
+
+// ServerDriverName is the registry name of a server's own plugin driver
+// (mcpServers.<name>.driver), which runs its MCP task tools' tasks. A
+// toolset's name is never empty, so it is never a toolset driver's name.
+func ServerDriverName(server string) string { return Name(server, "") }
 
 // DriverName is the driver of a task toolset's tasks: its plugin driver
 // when it names one, else the ordinary driver.
