@@ -1,6 +1,7 @@
 package taskplugin_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/principal"
+	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
 	"github.com/antler-mcp/antler/plugins/plugintest"
@@ -307,5 +309,43 @@ func TestHostileAnswerStaysPending(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestServerDriverRunsSpecTaskTools names a plugin driver on a server of the
+// 2026-07-28 tasks extension (mcpServers.<name>.driver): its tools are
+// durable task tools as before, but their tasks run through the plugin, in
+// both carriers, instead of the built-in extension driver.
+func TestServerDriverRunsSpecTaskTools(t *testing.T) {
+	tasks2026 := testmcp.BuildTasks2026(t)
+	for _, c := range carriers {
+		t.Run(c.name, func(t *testing.T) {
+			doc := fmt.Sprintf(`{"mcpServers": {"t26": {"command": %q, "driver": %s}}}`, tasks2026, c.entry(t, "testdata/inline", 10000))
+			rt := testtask.New(t, doc, testtask.FastConfig())
+			rt.Service.Start()
+			gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
+			srv := httptest.NewServer(gw.Handler())
+			t.Cleanup(func() { gw.Close(); srv.Close() })
+			r := &rig{t: t, url: srv.URL, rt: rt}
+
+			code, res := r.do("POST", "/api/mcp/tools/t26_echo/call", `{"arguments": {"text": "hello"}, "thread_id": "t1"}`)
+			sc, _ := res["structuredContent"].(map[string]any)
+			id, _ := sc["task_id"].(string)
+			if code != 200 || id == "" {
+				t.Fatalf("echo through the server's driver: %d %v, want a task id", code, res)
+			}
+			done := r.until(id, terminal)
+			if done["status"] != "completed" || !strings.Contains(fmt.Sprint(done["result"]), "via:inline driver") ||
+				!strings.Contains(fmt.Sprint(done["result"]), "hello") {
+				t.Errorf("task = %v, want completed by the plugin with the tool's text", done)
+			}
+			row, err := rt.Service.Get(context.Background(), id, "default", "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := taskplugin.ServerDriverName("t26"); row.DriverName != want {
+				t.Errorf("task driver = %q, want the server's plugin driver %q", row.DriverName, want)
+			}
+		})
 	}
 }
