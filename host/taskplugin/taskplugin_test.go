@@ -16,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/host/gateway"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
+	"github.com/antler-mcp/antler/plugins"
 	"github.com/antler-mcp/antler/plugins/plugintest"
 )
 
@@ -348,4 +350,44 @@ func TestServerDriverRunsSpecTaskTools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDriverWithoutAnswers runs drivers that take no answers, a Wasm module
+// built for ABI 1.0 (no answer feature, no antler_task_answer) and a process
+// whose SDK driver has no Answer: they load and poll as before, their task
+// waiting for input says it cannot be answered, and the answer endpoint
+// refuses with 422 without recording anything. A module that declares the
+// answer feature without its export is refused at load.
+func TestDriverWithoutAnswers(t *testing.T) {
+	for _, c := range carriers {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, c.entry(t, "testdata/noanswer", 5000))
+			if d := r.rt.Drivers.Drivers()[0].Plugin(); d.CanAnswer() {
+				t.Errorf("driver %+v declares answers", d.Info())
+			}
+			id := r.submit(`{"payload": "x"}`)
+			d := r.until(id, func(d map[string]any) bool { return d["status"] == "input_required" || terminal(d) })
+			if a, _ := d["answer"].(map[string]any); d["status"] != "input_required" || a["can_answer"] != false {
+				t.Fatalf("task = %v, want input_required and not answerable", d)
+			}
+			code, res := r.do("POST", "/api/threads/t1/mcp-tasks/"+id+"/input", `{"action": "accept", "content": {"value": "blue"}}`)
+			if code != http.StatusUnprocessableEntity {
+				t.Errorf("answer to a driver without answers: %d %v, want 422", code, res)
+			}
+			if _, d := r.do("GET", "/api/threads/t1/mcp-tasks/"+id, ""); d["status"] != "input_required" {
+				t.Errorf("task after the refused answer = %v", d)
+			}
+		})
+	}
+	t.Run("wasm/declared-without-export", func(t *testing.T) {
+		host, err := plugins.NewHost("", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer host.Close(context.Background())
+		_, err = host.LoadDriver(context.Background(), plugins.Entry{Name: "liar", Kind: plugins.KindWasm, Path: plugintest.BuildWasm(t, "testdata/answerliar")})
+		if err == nil || !strings.Contains(err.Error(), abi.ExportTaskAnswer) {
+			t.Errorf("load = %v, want a refusal naming %s", err, abi.ExportTaskAnswer)
+		}
+	})
 }
