@@ -147,6 +147,17 @@ func checkWire(t *testing.T, path string, b []byte, want []wf) {
 
 // wireCases are values with their expected wire fields in field-number
 // order, repeated fields in element order.
+// fullTaskReferenceFields are fullTaskReference's fields on the wire, alone
+// and embedded in a TaskAnswerRequest.
+var fullTaskReferenceFields = []wf{
+	str(1, "local-1"),
+	str(2, "u1"),
+	str(3, "t1"),
+	str(4, "jobs"),
+	str(5, "remote-77"),
+	byt(6, []byte(`{"queue":"gpu"}`)),
+}
+
 var wireCases = []struct {
 	name string
 	msg  message
@@ -213,14 +224,7 @@ var wireCases = []struct {
 		byt(8, []byte(`{"queue":"gpu"}`)),
 		str(9, "local-1"),
 	}},
-	{"TaskReference", fullTaskReference, []wf{
-		str(1, "local-1"),
-		str(2, "u1"),
-		str(3, "t1"),
-		str(4, "jobs"),
-		str(5, "remote-77"),
-		byt(6, []byte(`{"queue":"gpu"}`)),
-	}},
+	{"TaskReference", fullTaskReference, fullTaskReferenceFields},
 	{"TaskDriverResponse", fullTaskDriverResponse, []wf{
 		str(1, "remote-77"),
 		msg(2,
@@ -251,14 +255,7 @@ var wireCases = []struct {
 		msg(2), // a value without HasPollAfter is null
 	}},
 	{"TaskAnswerRequest", fullTaskAnswerRequest, []wf{
-		msg(1,
-			str(1, "local-1"),
-			str(2, "u1"),
-			str(3, "t1"),
-			str(4, "jobs"),
-			str(5, "remote-77"),
-			byt(6, []byte(`{"queue":"gpu"}`)),
-		),
+		msg(1, fullTaskReferenceFields...),
 		byt(2, []byte(`{"message":"Which colour?","requestedSchema":{"type":"object"}}`)),
 		str(3, "accept"),
 		byt(4, []byte(`{"colour":"blue ✓"}`)),
