@@ -1,4 +1,4 @@
-// Package abi is Antler's plugin contract, version 1: the names a Wasm guest
+// Package abi is Antler's plugin contract, version 1.1: the names a Wasm guest
 // exports and imports, the version and feature constants, and the messages
 // exchanged with interceptors and task drivers together with their wire codec.
 //
@@ -13,7 +13,7 @@ package abi
 // higher minor only adds optional messages fields and features.
 const (
 	Major = 1
-	Minor = 0
+	Minor = 1 // 1.1 added the task answer entry point (FeatureTaskAnswer)
 )
 
 // PackVersion is what antler_abi_version returns: major<<16 | minor.
@@ -29,10 +29,14 @@ const (
 	FeatureTaskDriver uint64 = 1 << 2 // antler_task_submit/_status/_cancel
 	FeatureLog        uint64 = 1 << 3 // imports log
 	FeatureCallTool   uint64 = 1 << 4 // imports call_tool/read_result
+	// FeatureTaskAnswer (1.1) says a task driver takes answers to its
+	// input_required tasks: antler_task_answer. A driver without it (every
+	// 1.0 driver) loads as before and its tasks cannot be answered.
+	FeatureTaskAnswer uint64 = 1 << 5
 )
 
 // KnownFeatures are the bits this version defines; others are ignored.
-const KnownFeatures = FeatureIntercept | FeatureResultHook | FeatureTaskDriver | FeatureLog | FeatureCallTool
+const KnownFeatures = FeatureIntercept | FeatureResultHook | FeatureTaskDriver | FeatureLog | FeatureCallTool | FeatureTaskAnswer
 
 // Guest exports.
 const (
@@ -44,6 +48,7 @@ const (
 	ExportTaskSubmit   = "antler_task_submit" // (ptr i32, len i32) -> packed i64
 	ExportTaskStatus   = "antler_task_status" // (ptr i32, len i32) -> packed i64
 	ExportTaskCancel   = "antler_task_cancel" // (ptr i32, len i32) -> packed i64
+	ExportTaskAnswer   = "antler_task_answer" // (ptr i32, len i32) -> packed i64 (1.1, FeatureTaskAnswer)
 	ExportInitialize   = "_initialize"        // WASI reactor start, if present
 	HostModule         = "antler_host_v1"     // the one versioned import module
 	ImportLog          = "log"                // (level i32, ptr i32, len i32)

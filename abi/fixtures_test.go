@@ -30,6 +30,7 @@ var kinds = []struct {
 	{"TaskSubmitRequest", func() message { return new(abi.TaskSubmitRequest) }},
 	{"TaskReference", func() message { return new(abi.TaskReference) }},
 	{"TaskDriverResponse", func() message { return new(abi.TaskDriverResponse) }},
+	{"TaskAnswerRequest", func() message { return new(abi.TaskAnswerRequest) }},
 	{"CallToolRequest", func() message { return new(abi.CallToolRequest) }},
 	{"CallToolResponse", func() message { return new(abi.CallToolResponse) }},
 }
@@ -124,6 +125,13 @@ var (
 		Error:        "transient",
 		Retryable:    true,
 	}
+	fullTaskAnswerRequest = &abi.TaskAnswerRequest{
+		Task:     *fullTaskReference,
+		Question: []byte(`{"message":"Which colour?","requestedSchema":{"type":"object"}}`),
+		Action:   abi.AnswerAccept,
+		Content:  []byte(`{"colour":"blue ✓"}`),
+		AnswerID: "mcp-answer-0f1e",
+	}
 	fullCallToolRequest = &abi.CallToolRequest{
 		Server:               "github",
 		Tool:                 "list_issues",
@@ -194,6 +202,11 @@ var roundTripCases = []struct {
 	{"TaskDriverResponse/large-snapshot", &abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{
 		Status: abi.StatusCompleted, Result: []byte(`"` + strings.Repeat("r", 20000) + `"`),
 	}}},
+	{"TaskAnswerRequest/full", fullTaskAnswerRequest},
+	{"TaskAnswerRequest/empty", &abi.TaskAnswerRequest{}},
+	{"TaskAnswerRequest/decline", &abi.TaskAnswerRequest{Task: abi.TaskReference{RemoteTaskID: "7"}, Action: abi.AnswerDecline, AnswerID: "a"}},
+	{"TaskAnswerRequest/present-empty", &abi.TaskAnswerRequest{Question: []byte{}, Content: []byte{}, Task: abi.TaskReference{DriverData: []byte{}}}},
+	{"TaskAnswerRequest/large", &abi.TaskAnswerRequest{Action: abi.AnswerAccept, Content: []byte(`{"text":"` + strings.Repeat("a", 70000) + `"}`)}},
 	{"CallToolRequest/full", fullCallToolRequest},
 	{"CallToolRequest/empty", &abi.CallToolRequest{}},
 	{"CallToolResponse/full", fullCallToolResponse},
@@ -206,7 +219,7 @@ var roundTripCases = []struct {
 func TestFullValuesAreFull(t *testing.T) {
 	for _, v := range []any{
 		fullInterceptRequest, fullInterceptResponse, fullResultRequest, fullResultResponse,
-		fullTaskSubmitRequest, fullTaskReference, fullTaskSnapshot, fullTaskDriverResponse,
+		fullTaskSubmitRequest, fullTaskReference, fullTaskSnapshot, fullTaskDriverResponse, fullTaskAnswerRequest,
 		fullCallToolRequest, fullCallToolResponse,
 	} {
 		rv := reflect.ValueOf(v).Elem()
@@ -240,6 +253,8 @@ func fill(r *rand.Rand, v reflect.Value) {
 			}
 		case reflect.Float64:
 			// set below, with HasPollAfter
+		case reflect.Struct: // an embedded message that is always written
+			fill(r, f)
 		case reflect.Pointer:
 			if r.IntN(3) != 0 {
 				p := reflect.New(f.Type().Elem())

@@ -106,6 +106,9 @@ func TestMalformedTypes(t *testing.T) {
 		{"poll_after as varint", &abi.TaskDriverResponse{}, []wf{msg(2, vint(8, 1))}},
 		{"poll_after as fixed32", &abi.TaskDriverResponse{}, []wf{msg(2, f32(8, 1))}},
 		{"poll_after as bytes", &abi.TaskDriverResponse{}, []wf{msg(2, str(8, "1.5"))}},
+		{"answer task as varint", &abi.TaskAnswerRequest{}, []wf{vint(1, 1)}},
+		{"answer task's remote id as varint", &abi.TaskAnswerRequest{}, []wf{msg(1, vint(5, 1))}},
+		{"answer action as fixed64", &abi.TaskAnswerRequest{}, []wf{f64(3, 1)}},
 		{"poll_after NaN", &abi.TaskDriverResponse{}, []wf{msg(2, f64(8, math.NaN()))}},
 		{"poll_after NaN with payload", &abi.TaskDriverResponse{}, []wf{
 			msg(2, str(1, "working"), wf{8, protowire.Fixed64Type, uint64(0x7ff8000000000001)}),

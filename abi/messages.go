@@ -346,6 +346,11 @@ func (r *TaskReference) Encode(e *Encoder) {
 func (r *TaskReference) Decode(b []byte) error {
 	*r = TaskReference{}
 	d := Decoder{buf: b}
+	r.decode(&d)
+	return d.Err()
+}
+
+func (r *TaskReference) decode(d *Decoder) {
 	for d.Next() {
 		switch d.Field() {
 		case 1:
@@ -360,6 +365,59 @@ func (r *TaskReference) Decode(b []byte) error {
 			r.RemoteTaskID = d.String()
 		case 6:
 			r.DriverData = d.Bytes()
+		}
+	}
+}
+
+// TaskAnswerRequest (1.1) carries a user's answer to a task waiting for
+// input, in the shape of an MCP elicitation result. The driver answers a
+// TaskDriverResponse with the task's snapshot after the answer, as status
+// does.
+type TaskAnswerRequest struct {
+	Task     TaskReference // 1
+	Question []byte        // 2: the task's stored input_required, JSON object
+	Action   string        // 3: accept, decline or cancel
+	Content  []byte        // 4: with accept, a JSON object
+	AnswerID string        // 5: stable across redeliveries: the remote's idempotency key
+}
+
+// Answer actions, as in an MCP elicitation result.
+const (
+	AnswerAccept  = "accept"
+	AnswerDecline = "decline"
+	AnswerCancel  = "cancel"
+)
+
+// Encode appends the message to e.
+func (r *TaskAnswerRequest) Encode(e *Encoder) {
+	if t := &r.Task; t.LocalTaskID != "" || t.UserID != "" || t.ThreadID != "" || t.ServerName != "" || t.RemoteTaskID != "" || t.DriverData != nil {
+		e.Message(1, t.Encode)
+	}
+	e.BytesField(2, r.Question)
+	e.String(3, r.Action)
+	e.BytesField(4, r.Content)
+	e.String(5, r.AnswerID)
+}
+
+// Decode reads the message from b.
+func (r *TaskAnswerRequest) Decode(b []byte) error {
+	*r = TaskAnswerRequest{}
+	d := Decoder{buf: b}
+	for d.Next() {
+		switch d.Field() {
+		case 1:
+			m := d.Message()
+			r.Task = TaskReference{}
+			r.Task.decode(&m)
+			d.Fail(m.Err())
+		case 2:
+			r.Question = d.Bytes()
+		case 3:
+			r.Action = d.String()
+		case 4:
+			r.Content = d.Bytes()
+		case 5:
+			r.AnswerID = d.String()
 		}
 	}
 	return d.Err()

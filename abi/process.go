@@ -16,6 +16,7 @@ const (
 	GRPCTaskSubmit = "/antler.abi.v1.Plugin/TaskSubmit"
 	GRPCTaskStatus = "/antler.abi.v1.Plugin/TaskStatus"
 	GRPCTaskCancel = "/antler.abi.v1.Plugin/TaskCancel"
+	GRPCTaskAnswer = "/antler.abi.v1.Plugin/TaskAnswer" // TaskAnswerRequest → TaskDriverResponse (1.1)
 
 	// A task driver process calls the host back on the go-plugin broker:
 	// each task call's gRPC metadata names the broker stream id to dial

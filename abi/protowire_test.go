@@ -147,6 +147,17 @@ func checkWire(t *testing.T, path string, b []byte, want []wf) {
 
 // wireCases are values with their expected wire fields in field-number
 // order, repeated fields in element order.
+// fullTaskReferenceFields are fullTaskReference's fields on the wire, alone
+// and embedded in a TaskAnswerRequest.
+var fullTaskReferenceFields = []wf{
+	str(1, "local-1"),
+	str(2, "u1"),
+	str(3, "t1"),
+	str(4, "jobs"),
+	str(5, "remote-77"),
+	byt(6, []byte(`{"queue":"gpu"}`)),
+}
+
 var wireCases = []struct {
 	name string
 	msg  message
@@ -213,14 +224,7 @@ var wireCases = []struct {
 		byt(8, []byte(`{"queue":"gpu"}`)),
 		str(9, "local-1"),
 	}},
-	{"TaskReference", fullTaskReference, []wf{
-		str(1, "local-1"),
-		str(2, "u1"),
-		str(3, "t1"),
-		str(4, "jobs"),
-		str(5, "remote-77"),
-		byt(6, []byte(`{"queue":"gpu"}`)),
-	}},
+	{"TaskReference", fullTaskReference, fullTaskReferenceFields},
 	{"TaskDriverResponse", fullTaskDriverResponse, []wf{
 		str(1, "remote-77"),
 		msg(2,
@@ -249,6 +253,16 @@ var wireCases = []struct {
 	}},
 	{"TaskDriverResponse/poll-after-unset", &abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{PollAfterSeconds: 3}}, []wf{
 		msg(2), // a value without HasPollAfter is null
+	}},
+	{"TaskAnswerRequest", fullTaskAnswerRequest, []wf{
+		msg(1, fullTaskReferenceFields...),
+		byt(2, []byte(`{"message":"Which colour?","requestedSchema":{"type":"object"}}`)),
+		str(3, "accept"),
+		byt(4, []byte(`{"colour":"blue ✓"}`)),
+		str(5, "mcp-answer-0f1e"),
+	}},
+	{"TaskAnswerRequest/empty-task", &abi.TaskAnswerRequest{Action: "cancel"}, []wf{
+		str(3, "cancel"), // an empty task reference is not written
 	}},
 	{"CallToolRequest", fullCallToolRequest, []wf{
 		str(1, "github"),

@@ -85,7 +85,7 @@ func TestPack(t *testing.T) {
 }
 
 func TestFeatures(t *testing.T) {
-	all := []uint64{abi.FeatureIntercept, abi.FeatureResultHook, abi.FeatureTaskDriver, abi.FeatureLog, abi.FeatureCallTool}
+	all := []uint64{abi.FeatureIntercept, abi.FeatureResultHook, abi.FeatureTaskDriver, abi.FeatureLog, abi.FeatureCallTool, abi.FeatureTaskAnswer}
 	var union uint64
 	for _, f := range all {
 		if bits.OnesCount64(f) != 1 || union&f != 0 {
@@ -96,7 +96,7 @@ func TestFeatures(t *testing.T) {
 	if union != abi.KnownFeatures {
 		t.Errorf("KnownFeatures = %#x, want %#x", abi.KnownFeatures, union)
 	}
-	if abi.PackVersion(abi.Major, abi.Minor) != 1<<16 {
-		t.Errorf("v1.0 packs to %#x", abi.PackVersion(abi.Major, abi.Minor))
+	if abi.PackVersion(abi.Major, abi.Minor) != 1<<16|1 {
+		t.Errorf("v1.1 packs to %#x", abi.PackVersion(abi.Major, abi.Minor))
 	}
 }

@@ -143,6 +143,21 @@ func (d *Driver) Cancel(ctx context.Context, ref *abi.TaskReference, callTool Ca
 	return d.call(ctx, abi.ExportTaskCancel, ref.UserID, enc.Bytes(), callTool)
 }
 
+// CanAnswer reports whether the plugin declared FeatureTaskAnswer (ABI 1.1):
+// a driver built before answers existed loads as before and takes none.
+func (d *Driver) CanAnswer() bool { return d.info.Features&abi.FeatureTaskAnswer != 0 }
+
+// Answer sends a TaskAnswerRequest to the answer entry point. A driver that
+// did not declare FeatureTaskAnswer is not called.
+func (d *Driver) Answer(ctx context.Context, req *abi.TaskAnswerRequest, callTool CallToolFunc) (abi.TaskDriverResponse, error) {
+	if !d.CanAnswer() {
+		return abi.TaskDriverResponse{}, fmt.Errorf("%s: the plugin does not take answers (it does not serve %s)", d.Entry.Name, abi.ExportTaskAnswer)
+	}
+	var enc abi.Encoder
+	req.Encode(&enc)
+	return d.call(ctx, abi.ExportTaskAnswer, req.Task.UserID, enc.Bytes(), callTool)
+}
+
 // call runs one entry point. A carrier failure (trap, timeout, crash,
 // undecodable answer) is an error naming the plugin, never its output.
 func (d *Driver) call(ctx context.Context, export, user string, in []byte, callTool CallToolFunc) (abi.TaskDriverResponse, error) {

@@ -89,6 +89,7 @@ var grpcMethods = map[string]string{
 	abi.ExportTaskSubmit: abi.GRPCTaskSubmit,
 	abi.ExportTaskStatus: abi.GRPCTaskStatus,
 	abi.ExportTaskCancel: abi.GRPCTaskCancel,
+	abi.ExportTaskAnswer: abi.GRPCTaskAnswer,
 }
 
 // process is a running (or restartable) plugin process.

@@ -51,6 +51,18 @@ type TaskDriver interface {
 	Cancel(ref *abi.TaskReference) abi.TaskDriverResponse
 }
 
+// TaskAnswerer is a TaskDriver that also takes users' answers to its tasks'
+// input_required questions (ABI 1.1). A driver registered with HandleTasks
+// that implements it declares abi.FeatureTaskAnswer; one that does not has
+// tasks that cannot be answered. Answer delivers req's answer to the remote
+// task and answers the task's snapshot afterwards, as Status does; it must
+// pass req.AnswerID on as the remote's idempotency key, since the host may
+// deliver one answer more than once. An answer with Error and no Retryable
+// refuses the answer for good (the user is asked again).
+type TaskAnswerer interface {
+	Answer(req *abi.TaskAnswerRequest) abi.TaskDriverResponse
+}
+
 // handlers is the guest's registry: a guest module is one process with one
 // thread, and registration happens in init.
 var handlers struct {
@@ -79,6 +91,9 @@ func Features() uint64 {
 	}
 	if handlers.tasks != nil {
 		f |= abi.FeatureTaskDriver
+	}
+	if _, ok := handlers.tasks.(TaskAnswerer); ok {
+		f |= abi.FeatureTaskAnswer
 	}
 	// The log and call-tool bits are not claimed: the Go linker drops the
 	// imports a plugin never calls, and the module's import list says which
@@ -180,7 +195,8 @@ func (d *Dispatcher) Result(in []byte) []byte {
 	return d.enc.Bytes()
 }
 
-// Task runs one task-driver entry point ("submit", "status" or "cancel").
+// Task runs one task-driver entry point ("submit", "status", "cancel" or
+// "answer").
 func (d *Dispatcher) Task(op string, in []byte) []byte {
 	d.enc.Reset()
 	// A driver that panics or gets a request it cannot read is broken, not
@@ -197,6 +213,17 @@ func (d *Dispatcher) Task(op string, in []byte) []byte {
 			break
 		}
 		out = guard(func() abi.TaskDriverResponse { return handlers.tasks.Submit(&req) }, fail)
+	case op == "answer":
+		ans, ok := handlers.tasks.(TaskAnswerer)
+		var req abi.TaskAnswerRequest
+		switch {
+		case !ok:
+			out = abi.TaskDriverResponse{Error: "this task driver does not take answers"}
+		case req.Decode(in) != nil:
+			out = fail("malformed request")
+		default:
+			out = guard(func() abi.TaskDriverResponse { return ans.Answer(&req) }, fail)
+		}
 	default:
 		var ref abi.TaskReference
 		if ref.Decode(in) != nil {

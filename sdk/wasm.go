@@ -83,6 +83,11 @@ func exportTaskCancel(ptr, length int32) int64 {
 	return output(dispatcher.Task("cancel", input(ptr, length)))
 }
 
+//go:wasmexport antler_task_answer
+func exportTaskAnswer(ptr, length int32) int64 {
+	return output(dispatcher.Task("answer", input(ptr, length)))
+}
+
 //go:wasmimport antler_host_v1 log
 func hostLog(level int32, ptr unsafe.Pointer, length int32)
 

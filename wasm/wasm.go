@@ -247,7 +247,7 @@ func (r *Runtime) Load(ctx context.Context, code []byte, opts ModuleOptions) (*M
 	}
 	info.Features = f & abi.KnownFeatures
 	for feature, name := range map[uint64]string{abi.FeatureIntercept: abi.ExportIntercept, abi.FeatureResultHook: abi.ExportOnResult,
-		abi.FeatureTaskDriver: abi.ExportTaskSubmit} {
+		abi.FeatureTaskDriver: abi.ExportTaskSubmit, abi.FeatureTaskAnswer: abi.ExportTaskAnswer} {
 		if info.Features&feature != 0 {
 			if _, ok := exports[name]; !ok {
 				inst.close()
@@ -396,7 +396,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	}
 	inst := &instance{mod: mod, fns: map[string]api.Function{}}
 	for _, name := range []string{abi.ExportVersion, abi.ExportFeatures, abi.ExportAlloc, abi.ExportIntercept,
-		abi.ExportOnResult, abi.ExportTaskSubmit, abi.ExportTaskStatus, abi.ExportTaskCancel} {
+		abi.ExportOnResult, abi.ExportTaskSubmit, abi.ExportTaskStatus, abi.ExportTaskCancel, abi.ExportTaskAnswer} {
 		if f := mod.ExportedFunction(name); f != nil {
 			inst.fns[name] = f
 		}

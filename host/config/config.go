@@ -157,6 +157,11 @@ type Server struct {
 	// SpecTasksOff: whether tools the server runs as MCP tasks (2025-11-25
 	// execution.taskSupport) become durable tasks (Antler extension).
 	SpecTasks string
+	// Driver names a plugin task driver for the server's MCP task tools
+	// (mcpServers.<name>.driver, Antler extension), in a task toolset
+	// driver's shapes: it replaces the built-in spec task drivers for them.
+	// nil keeps the built-in ones. It is validated JSON.
+	Driver json.RawMessage
 	// SpecTaskTTL is the ttl asked of the server for each such task; zero
 	// leaves it to the server (Antler extension).
 	SpecTaskTTL time.Duration
@@ -307,26 +312,30 @@ type TaskToolset struct {
 	Driver json.RawMessage `json:"driver,omitempty"`
 }
 
-// TaskDriverSpec is one task toolset's plugin driver, as configured.
+// TaskDriverSpec is one plugin task driver, as configured: a task
+// toolset's, or (Toolset "") a server's for its MCP task tools.
 type TaskDriverSpec struct {
 	Server  string
 	Toolset string
 	// Field is the entry's path in the file, for messages
-	// (mcpServers.jobs.task_toolsets[0].driver).
+	// (mcpServers.jobs.task_toolsets[0].driver, mcpServers.jobs.driver).
 	Field string
 	JSON  json.RawMessage
 	// Dir resolves a relative plugin path: the configuration file's folder.
 	Dir string
 }
 
-// TaskDrivers lists the plugin drivers of the enabled servers' task
-// toolsets, in file order.
+// TaskDrivers lists the plugin drivers of the enabled servers (each
+// server's own driver, then its task toolsets'), in file order.
 func (e *Extensions) TaskDrivers() []TaskDriverSpec {
 	if e == nil {
 		return nil
 	}
 	var out []TaskDriverSpec
 	for _, s := range e.Enabled() {
+		if len(s.Driver) > 0 {
+			out = append(out, TaskDriverSpec{Server: s.Name, JSON: s.Driver, Dir: e.Dir, Field: joinPath(joinPath("mcpServers", s.Name), "driver")})
+		}
 		for i, ts := range s.TaskToolsets {
 			if len(ts.Driver) == 0 {
 				continue

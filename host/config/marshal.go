@@ -138,6 +138,11 @@ func (s *Server) fileObject(keepAlias bool) *Object {
 	if s.ToolCatalog != "" {
 		o.Set("tool_catalog", s.ToolCatalog)
 	}
+	if len(s.Driver) > 0 {
+		if dv, err := ParseJSON(s.Driver); err == nil {
+			o.Set("driver", dv)
+		}
+	}
 	if s.SpecTaskTTL != 0 {
 		o.Set("spec_task_ttl_seconds", secondsValue(s.SpecTaskTTL.Seconds()))
 	}

@@ -21,7 +21,7 @@ var (
 	serverFields = keySet("enabled", "type", "command", "args", "env", "url", "headers",
 		"oauth", "user_auth", "headers_from_context", "description", "routing", "tools",
 		"tool_name_prefix", "tool_call_timeout", "session_init_timeout", "task_toolsets",
-		"cwd", "protocol_version", "max_result_bytes", "spec_tasks", "spec_task_ttl_seconds", "tool_catalog")
+		"cwd", "protocol_version", "max_result_bytes", "spec_tasks", "spec_task_ttl_seconds", "tool_catalog", "driver")
 	routingFields = keySet("mode", "priority", "keywords")
 	oauthFields   = keySet("enabled", "token_url", "grant_type", "client_id", "client_secret",
 		"refresh_token", "scope", "audience", "token_field", "token_type_field",
@@ -216,6 +216,12 @@ func (d *decoder) server(path, name string, v any, raw *Object) *Server {
 	}
 	if v, ok := get("spec_tasks"); ok && v != nil {
 		s.SpecTasks, _ = d.enum(field("spec_tasks"), v, rawAt(raw, "spec_tasks"), SpecTasksAuto, SpecTasksOff)
+	}
+	if v, ok := get("driver"); ok && v != nil {
+		s.Driver = d.taskDriver(field("driver"), v)
+		if s.Driver != nil && s.SpecTasks == SpecTasksOff {
+			d.fail(field("driver"), "drives the server's MCP task tools, which spec_tasks \"off\" turns off: remove one of them")
+		}
 	}
 	if v, ok := get("spec_task_ttl_seconds"); ok && v != nil {
 		// Zero would mean "no ttl", which the spec spells by leaving it out.

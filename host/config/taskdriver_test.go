@@ -68,3 +68,38 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestServerDriver checks a server's own driver (mcpServers.<name>.driver):
+// listed before its toolsets' with its field path and no toolset, written
+// back by MarshalJSON, and part of the task freeze.
+func TestServerDriver(t *testing.T) {
+	doc := func(driver string) []byte {
+		return []byte(`{"mcpServers": {"t26": {"command": "tasks2026", "driver": ` + driver + `,
+		  "task_toolsets": [{"name": "jobs", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "driver": "wasm:./j.wasm"}]}}}`)
+	}
+	ext := mustParse(t, doc(`{"kind": "wasm", "path": "./inline.wasm", "timeout_ms": 2000}`), noEnv)
+	specs := ext.TaskDrivers()
+	if len(specs) != 2 || specs[0].Server != "t26" || specs[0].Toolset != "" || specs[0].Field != "mcpServers.t26.driver" ||
+		specs[1].Toolset != "jobs" {
+		t.Fatalf("TaskDrivers = %+v, want the server's driver, then its toolset's", specs)
+	}
+	want := `{"kind":"wasm","path":"./inline.wasm","timeout_ms":2000}`
+	if got := mustJSON(t, raw(specs[0].JSON)); got != want {
+		t.Errorf("driver JSON = %s, want %s", got, want)
+	}
+	out, err := ext.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := mustParse(t, out, noEnv).TaskDrivers(); len(again) != 2 || mustJSON(t, raw(again[0].JSON)) != want {
+		t.Errorf("after a round trip: %+v (file %s)", again, out)
+	}
+	other := mustParse(t, doc(`"process:./inline"`), noEnv)
+	if drift := ext.TaskFreeze().Drift(other.TaskFreeze()); !strings.Contains(strings.Join(drift, ","), "t26") {
+		t.Errorf("a changed server driver is no drift: %v", drift)
+	}
+	only := mustParse(t, []byte(`{"mcpServers": {"t26": {"command": "tasks2026", "driver": "wasm:./d.wasm"}}}`), noEnv)
+	if names := only.TaskFreeze().Servers(); len(names) != 1 || names[0] != "t26" {
+		t.Errorf("a server with only a driver is not task-enabled: %v", names)
+	}
+}

@@ -11,7 +11,7 @@ import (
 var presentationFields = []string{"description", "routing", "tools", "tool_name_prefix"}
 
 // TaskFreeze fingerprints what durable task calls depend on: every enabled
-// server with task_toolsets (its whole configuration but the presentation
+// server with task_toolsets or a task driver (its whole configuration but the presentation
 // fields) and, when there is any, the mcpInterceptors list. The host takes
 // one at startup; background polls of tasks submitted under it must not run
 // against a different configuration, so a later file whose TaskFreeze
@@ -25,7 +25,7 @@ type TaskFreeze struct {
 func (e *Extensions) TaskFreeze() TaskFreeze {
 	f := TaskFreeze{servers: map[string][32]byte{}}
 	for _, s := range e.Enabled() {
-		if len(s.TaskToolsets) == 0 {
+		if len(s.TaskToolsets) == 0 && len(s.Driver) == 0 {
 			continue
 		}
 		o := s.fileObject(false)

@@ -352,8 +352,8 @@ func invalidConfigError(err error) error {
 	return err
 }
 
-// driversUnchanged refuses a write that adds or changes a task toolset's
-// plugin driver: a driver is code the host runs (a process or a Wasm module
+// driversUnchanged refuses a write that adds or changes a plugin task
+// driver (a task toolset's or a server's): a driver is code the host runs (a process or a Wasm module
 // with call_tool), and like mcpInterceptors it is set in the file by the
 // operator, never through the config API. Removing one is allowed.
 func driversUnchanged(before, after *config.Extensions) error {
@@ -363,6 +363,11 @@ func driversUnchanged(before, after *config.Extensions) error {
 			return nil
 		}
 		for _, s := range e.Servers {
+			if len(s.Driver) > 0 {
+				if err := visit(fmt.Sprintf("mcpServers.%s.driver", s.Name), s.Name, string(s.Driver)); err != nil {
+					return err
+				}
+			}
 			for i, ts := range s.TaskToolsets {
 				if len(ts.Driver) > 0 {
 					field := fmt.Sprintf("mcpServers.%s.task_toolsets[%d].driver", s.Name, i)

@@ -559,6 +559,8 @@ func TestConfigAdminAddServers(t *testing.T) {
 		{"disabled server: task driver refused too", `{"enabled": false, "type": "http", "url": "https://new.example/mcp", "task_toolsets": [
 			{"name": "jobs", "submit_tool": "enqueue", "status_tool": "job_state", "cancel_tool": "abort_job", "driver": {"kind": "wasm", "path": "./d.wasm"}}]}`,
 			"a task driver runs code on the host"},
+		{"server task driver: set in the file only", `{"type": "http", "url": "https://new.example/mcp", "driver": "process:/bin/sh"}`,
+			"mcpServers.new.driver: a task driver runs code on the host"},
 		{"enabled server: full launch policy", `{"command": "s2-mcp-server"}`, "uses disallowed stdio command 's2-mcp-server'"},
 		{"disabled server: command shape still checked", `{"enabled": false, "command": "/usr/local/bin/npx"}`, "command must be a single executable name"},
 		{"disabled server: environment still checked", `{"enabled": false, "command": "npx", "env": {"BASH_ENV": "/tmp/payload.sh"}}`, "sets environment variable 'BASH_ENV'"},

@@ -3,9 +3,16 @@ package taskplugin_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/task/ordinary"
+	"github.com/antler-mcp/antler/host/task/spectasks"
+	"github.com/antler-mcp/antler/host/taskplugin"
+	"github.com/antler-mcp/antler/host/taskservice"
+	"github.com/antler-mcp/antler/internal/testtask"
 	"github.com/antler-mcp/antler/plugins"
 	"github.com/antler-mcp/antler/plugins/plugintest"
 )
@@ -46,6 +53,84 @@ func BenchmarkDriverStatus(b *testing.B) {
 				resp, err := d.Status(context.Background(), ref, callTool)
 				if err != nil || resp.Snapshot == nil || resp.Snapshot.Status != abi.StatusWorking {
 					b.Fatalf("status = %+v, %v", resp, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDriverPoll measures one status poll of a working task through
+// each driver the host has, against one real upstream (testdata/
+// benchupstream over stdio, a process per configured server, on the
+// host's own session pool): the ordinary driver's status tool, the spec
+// driver's tasks/get in 2025-11-25 and in the 2026-07-28 extension, and the
+// example plugin driver's job_state in each carrier. Every figure is the
+// driver plus one round trip to the same server.
+func BenchmarkDriverPoll(b *testing.B) {
+	bin := buildProcess(b, "testdata/benchupstream")
+	doc := fmt.Sprintf(`{"mcpServers": {"bench": {"command": %q}, "bench25": {"command": %q, "protocol_version": "2025-11-25"}}}`, bin, bin)
+	rt := testtask.New(b, doc, testtask.FastConfig())
+	ctx := context.Background()
+	ref := func(server, remote string, data map[string]string) task.Reference {
+		return task.Reference{LocalTaskID: "mcp-task-bench", UserID: "alice", ThreadID: "t1", ServerName: server, RemoteTaskID: remote, DriverData: data}
+	}
+	// submit starts a task of a spec driver and returns its reference.
+	submit := func(b *testing.B, d task.Driver, server, tool string) task.Reference {
+		sub, err := d.Submit(ctx, task.SubmitRequest{UserID: "alice", ThreadID: "t1", ServerName: server, TaskName: tool,
+			Arguments: json.RawMessage(`{}`), DriverData: spectasks.DriverData(tool, 0), LocalTaskID: "mcp-task-bench"})
+		if err != nil {
+			b.Fatalf("submit %s: %v", tool, err)
+		}
+		r := ref(server, sub.RemoteTaskID, sub.DriverData)
+		return r
+	}
+	plugin := func(b *testing.B, kind, path string) task.Driver {
+		host, err := plugins.NewHost("", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { host.Close(context.Background()) })
+		p, err := host.LoadDriver(ctx, plugins.Entry{Name: "jobsdriver", Kind: kind, Path: path})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(p.Close)
+		return taskplugin.New(p, taskservice.CacheCaller{Cache: rt.Cache}, nil)
+	}
+	jobsData := ordinary.DriverData("enqueue", "job_state", "abort_job")
+	for _, c := range []struct {
+		name  string
+		setup func(b *testing.B) (task.Driver, task.Reference)
+	}{
+		{"ordinary", func(b *testing.B) (task.Driver, task.Reference) {
+			return ordinary.New(taskservice.CacheCaller{Cache: rt.Cache}), ref("bench", "r-1", ordinary.DriverData("submit_report", "report_status", "cancel_report"))
+		}},
+		{"spec-2025-11-25", func(b *testing.B) (task.Driver, task.Reference) {
+			d := spectasks.New(taskservice.SpecCaller{Cache: rt.Cache}, spectasks.Options{})
+			return d, submit(b, d, "bench25", "spec_job")
+		}},
+		{"spec-2026-07-28", func(b *testing.B) (task.Driver, task.Reference) {
+			d := spectasks.NewExtension(taskservice.SpecCaller{Cache: rt.Cache}, spectasks.Options{})
+			return d, submit(b, d, "bench", "ext_job")
+		}},
+		{"plugin-wasm", func(b *testing.B) (task.Driver, task.Reference) {
+			return plugin(b, plugins.KindWasm, plugintest.BuildWasm(b, exampleDriver)), ref("bench", "7", jobsData)
+		}},
+		{"plugin-process", func(b *testing.B) (task.Driver, task.Reference) {
+			return plugin(b, plugins.KindProcess, buildProcess(b, exampleDriver)), ref("bench", "7", jobsData)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d, r := c.setup(b)
+			if s, err := d.Status(ctx, r); err != nil || s.Status != task.StatusWorking {
+				b.Fatalf("first poll = %+v, %v, want working", s, err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				s, err := d.Status(ctx, r)
+				if err != nil || s.Status != task.StatusWorking {
+					b.Fatalf("poll = %+v, %v", s, err)
 				}
 			}
 		})

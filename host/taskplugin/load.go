@@ -28,7 +28,7 @@ type Options struct {
 }
 
 // Load loads every plugin driver in specs and registers each under Name
-// (server, toolset). A driver that cannot be loaded fails the whole load:
+// (server, toolset), a server's own under ServerDriverName. A driver that cannot be loaded fails the whole load:
 // its tasks could not be polled.
 func Load(ctx context.Context, specs []config.TaskDriverSpec, caller ordinary.ToolCaller, reg *task.Registry, opts Options) (*Set, error) {
 	set := &Set{}

@@ -1,5 +1,6 @@
-// Package taskplugin runs a task toolset's plugin driver (a Wasm module or a
-// go-plugin process speaking the ABI's task messages) as a task.Driver. The
+// Package taskplugin runs a task toolset's plugin driver, or a server's
+// driver of its MCP task tools (a Wasm module or a go-plugin process
+// speaking the ABI's task messages), as a task.Driver. The
 // plugin keeps its own opaque driver data, which the store persists, and
 // reaches upstream tools only through the host's call_tool, which this
 // package scopes to the task's server, user and thread and sends through the
@@ -41,6 +42,11 @@ func Name(server, toolset string) string {
 	return NamePrefix + hex.EncodeToString(sum[:12])
 }
 
+// ServerDriverName is the registry name of a server's own plugin driver
+// (mcpServers.<name>.driver), which runs its MCP task tools' tasks. A
+// toolset's name is never empty, so it is never a toolset driver's name.
+func ServerDriverName(server string) string { return Name(server, "") }
+
 // DriverName is the driver of a task toolset's tasks: its plugin driver
 // when it names one, else the ordinary driver.
 func DriverName(server string, ts *config.TaskToolset) string {
@@ -61,7 +67,11 @@ type Driver struct {
 	log    *slog.Logger
 }
 
-var _ task.Driver = (*Driver)(nil)
+var (
+	_ task.Driver        = (*Driver)(nil)
+	_ task.Answerer      = (*Driver)(nil)
+	_ task.AnswerChecker = (*Driver)(nil)
+)
 
 // New returns the driver of plugin, whose upstream calls go through caller.
 func New(plugin *plugins.Driver, caller ordinary.ToolCaller, log *slog.Logger) *Driver {
@@ -189,6 +199,28 @@ func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot,
 // Cancel sends the cancel message; the service requires a terminal answer.
 func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
 	return d.poll(ctx, "cancel", ref, d.plugin.Cancel)
+}
+
+// CanAnswer reports whether the plugin takes answers: it declared
+// abi.FeatureTaskAnswer (a driver built for ABI 1.0 did not).
+func (d *Driver) CanAnswer(task.Reference) bool { return d.plugin.CanAnswer() }
+
+// Answer sends the answer message: the task, its stored question and the
+// user's answer with its id (the remote's idempotency key: the service may
+// deliver one answer twice). The reply is the task's snapshot, checked as a
+// status reply is; an error the plugin reports without retryable refuses
+// the answer, and every failure of the plugin itself is retried.
+func (d *Driver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
+	if !d.plugin.CanAnswer() {
+		return task.Snapshot{}, task.NewProtocolError(fmt.Sprintf("MCP task driver '%s' does not take answers", d.plugin.Entry.Name))
+	}
+	return d.poll(ctx, "answer", ref, func(ctx context.Context, r *abi.TaskReference, callTool plugins.CallToolFunc) (abi.TaskDriverResponse, error) {
+		req := &abi.TaskAnswerRequest{Task: *r, Question: question, Action: a.Action, AnswerID: a.ID}
+		if len(a.Content) > 0 {
+			req.Content = a.Content
+		}
+		return d.plugin.Answer(ctx, req, callTool)
+	})
 }
 
 func (d *Driver) poll(ctx context.Context, op string, ref task.Reference,

@@ -159,6 +159,8 @@ func DriverName(tool toolcache.Tool) string {
 	switch {
 	case tool.TaskToolset != nil:
 		return taskplugin.DriverName(tool.Server, tool.TaskToolset)
+	case tool.ServerDriver:
+		return taskplugin.ServerDriverName(tool.Server)
 	case tool.TaskExtension:
 		return spectasks.ExtensionName
 	}

@@ -912,6 +912,7 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 				t.TaskSupport, t.TaskTTL = ut.TaskSupport(), srv.SpecTaskTTL
 			}
 			if t.TaskSupport != "" || t.TaskExtension {
+				t.ServerDriver = len(srv.Driver) > 0
 				contract := "Runs as a durable background task; returns an Antler task ID immediately and status polling is handled automatically."
 				if t.Description == "" {
 					t.Description = contract

@@ -54,6 +54,11 @@ type Tool struct {
 	// Antler runs its calls as durable tasks: the server decides per call
 	// whether to answer with a task.
 	TaskExtension bool `json:"task_extension,omitempty"`
+	// ServerDriver is set on such an MCP task tool (TaskSupport or
+	// TaskExtension) when its server names a plugin task driver
+	// (mcpServers.<name>.driver): the plugin runs its tasks instead of the
+	// built-in spec driver.
+	ServerDriver bool `json:"-"`
 }
 
 // IsDurable reports whether calling the tool submits a durable task (a

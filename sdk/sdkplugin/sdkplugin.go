@@ -200,6 +200,7 @@ var serviceDesc = grpc.ServiceDesc{
 		{MethodName: "TaskSubmit", Handler: taskHandler("submit")},
 		{MethodName: "TaskStatus", Handler: taskHandler("status")},
 		{MethodName: "TaskCancel", Handler: taskHandler("cancel")},
+		{MethodName: "TaskAnswer", Handler: taskHandler("answer")},
 	},
 	Metadata: "antler/abi/README.md",
 }

@@ -20,9 +20,9 @@
 // req.Secrets as the host would. To check the real Wasm build too, use
 // plugins/plugintest.
 //
-// A task driver is tested the same way with Submit, Status and Cancel; the
-// test answers the driver's sdk.CallTool calls (what the host would send to
-// the task's server) with a CallToolFunc.
+// A task driver is tested the same way with Submit, Status, Cancel and
+// Answer; the test answers the driver's sdk.CallTool calls (what the host
+// would send to the task's server) with a CallToolFunc.
 package sdktest
 
 import (
@@ -113,6 +113,18 @@ func Cancel(t testing.TB, ref *abi.TaskReference, callTool CallToolFunc) abi.Tas
 	var enc abi.Encoder
 	ref.Encode(&enc)
 	return task(t, "cancel", enc.Bytes(), callTool)
+}
+
+// Answer runs the registered task driver's Answer on req (see
+// sdk.TaskAnswerer). The test fails at once when the driver takes no answers.
+func Answer(t testing.TB, req *abi.TaskAnswerRequest, callTool CallToolFunc) abi.TaskDriverResponse {
+	t.Helper()
+	if sdk.Features()&abi.FeatureTaskAnswer == 0 {
+		t.Fatal("sdktest: the registered task driver takes no answers (it does not implement sdk.TaskAnswerer)")
+	}
+	var enc abi.Encoder
+	req.Encode(&enc)
+	return task(t, "answer", enc.Bytes(), callTool)
 }
 
 func task(t testing.TB, op string, in []byte, callTool CallToolFunc) abi.TaskDriverResponse {

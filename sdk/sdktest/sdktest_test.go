@@ -162,3 +162,55 @@ func TestCallsAreSerialised(t *testing.T) {
 		t.Errorf("%d calls, want 800", calls)
 	}
 }
+
+// statusOnly is a task driver without Answer: an ABI 1.0 driver.
+type statusOnly struct{}
+
+func (statusOnly) Submit(*abi.TaskSubmitRequest) abi.TaskDriverResponse {
+	return abi.TaskDriverResponse{RemoteTaskID: "1"}
+}
+func (statusOnly) Status(*abi.TaskReference) abi.TaskDriverResponse {
+	return abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{Status: abi.StatusWorking}}
+}
+func (statusOnly) Cancel(*abi.TaskReference) abi.TaskDriverResponse {
+	return abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{Status: abi.StatusCancelled}}
+}
+
+// answering adds Answer, echoing what it was given.
+type answering struct{ statusOnly }
+
+func (answering) Answer(req *abi.TaskAnswerRequest) abi.TaskDriverResponse {
+	if req.Action == "panic" {
+		panic("boom")
+	}
+	res := fmt.Sprintf(`{"task":%q,"question":%s,"action":%q,"content":%s,"id":%q}`,
+		req.Task.RemoteTaskID, req.Question, req.Action, req.Content, req.AnswerID)
+	return abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{Status: abi.StatusCompleted, Result: []byte(res)}}
+}
+
+// TestAnswer: a driver with Answer declares FeatureTaskAnswer and gets every
+// field of the request; a panic is a retryable error; a driver without it
+// declares nothing and the harness says why it cannot be called.
+func TestAnswer(t *testing.T) {
+	t.Cleanup(func() { sdk.HandleTasks(nil) })
+	sdk.HandleTasks(statusOnly{})
+	if sdk.Features()&abi.FeatureTaskAnswer != 0 {
+		t.Error("a driver without Answer declares FeatureTaskAnswer")
+	}
+	if msg := fatalOf(func(tb testing.TB) { sdktest.Answer(tb, &abi.TaskAnswerRequest{}, nil) }); !strings.Contains(msg, "sdk.TaskAnswerer") {
+		t.Errorf("no Answer: %q", msg)
+	}
+	sdk.HandleTasks(answering{})
+	if sdk.Features()&(abi.FeatureTaskAnswer|abi.FeatureTaskDriver) != abi.FeatureTaskAnswer|abi.FeatureTaskDriver {
+		t.Errorf("features = %#x, want the driver and answer bits", sdk.Features())
+	}
+	resp := sdktest.Answer(t, &abi.TaskAnswerRequest{Task: abi.TaskReference{RemoteTaskID: "7"}, Question: []byte(`{"q":1}`),
+		Action: abi.AnswerAccept, Content: []byte(`{"a":2}`), AnswerID: "ans-1"}, nil)
+	want := `{"task":"7","question":{"q":1},"action":"accept","content":{"a":2},"id":"ans-1"}`
+	if resp.Snapshot == nil || string(resp.Snapshot.Result) != want {
+		t.Errorf("answer = %+v, want result %s", resp, want)
+	}
+	if resp := sdktest.Answer(t, &abi.TaskAnswerRequest{Action: "panic"}, nil); resp.Error == "" || !resp.Retryable {
+		t.Errorf("panicking answer = %+v, want a retryable error", resp)
+	}
+}

@@ -4,17 +4,25 @@
 // the status answer but fetched by a second tool. Antler runs it as durable
 // tasks through a plugin task driver (examples/plugins/jobsdriver).
 //
-//	enqueue    {payload, steps?, state_delay_ms?}  → {job: 7}
-//	job_state  {job}              → {job, state, progress, steps, reason?}
-//	job_output {job}              → {job, output}       (state 2 only; else isError)
-//	abort_job  {job}              → {job, state}
-//	job_stats  {}                 → {enqueued, state_calls, output_calls, abort_calls,
+//	enqueue      {payload, steps?, state_delay_ms?, ask?}  → {job: 7}
+//	job_state    {job}              → {job, state, progress, steps, reason?, prompt?}
+//	job_output   {job}              → {job, output}       (state 2 only; else isError)
+//	abort_job    {job}              → {job, state}
+//	supply_input {job, token, verdict, value?} → {job, state} or {job, state, refused}
+//	job_stats    {}                 → {enqueued, state_calls, output_calls, abort_calls,
+//	                                 input_calls, inputs_applied,
 //	                                 max_concurrent_state, state_calls_per_job}
 //
-// States: 0 queued, 1 running, 2 done, 3 failed, 4 aborted. A job advances
-// one step per job_state call (no clocks, so tests are deterministic): queued
-// on the first, running until steps calls, then done; a payload of "fail"
-// ends failed with a reason. steps defaults to 2. state_delay_ms makes each
+// States: 0 queued, 1 running, 2 done, 3 failed, 4 aborted, 5 waiting for
+// input. A job advances one step per job_state call (no clocks, so tests
+// are deterministic): queued on the first, running until steps calls, then
+// done; a payload of "fail" ends failed with a reason. steps defaults to 2.
+// A job enqueued with ask stops at its first step in state 5 with ask as
+// its prompt, until supply_input answers it: verdict 1 supplies value
+// (the output ends " with <value>"), 2 declines (" without input"), 3
+// aborts the job. token is the answer's idempotency key: the same token
+// again is a no-op answered with the job's state; another answer to a job
+// not waiting is refused. state_delay_ms makes each
 // job_state call of the job take that long, so job_stats can tell whether
 // two callers ever polled one job at once (max_concurrent_state).
 //
@@ -47,6 +55,14 @@ const (
 	stateDone    = 2
 	stateFailed  = 3
 	stateAborted = 4
+	stateWaiting = 5
+)
+
+// supply_input's verdicts.
+const (
+	verdictSupply  = 1
+	verdictDecline = 2
+	verdictAbort   = 3
 )
 
 const (
@@ -88,6 +104,9 @@ type job struct {
 	inState    int // job_state calls in flight
 	maxInState int
 	stateCalls int
+	ask        string // the prompt, until answered
+	token      string // the answer taken
+	reply      string // what the output ends with
 }
 
 // board holds the jobs and the call counters.
@@ -96,6 +115,7 @@ type board struct {
 	jobs                               map[int]*job
 	next                               int
 	stateCalls, outputCalls, abortCall int
+	inputCalls, inputsApplied          int
 }
 
 func newServer() *server.MCPServer {
@@ -105,10 +125,15 @@ func newServer() *server.MCPServer {
 	srv.AddTools(
 		server.ServerTool{Tool: mcp.NewTool("enqueue", mcp.WithDescription("Queue a job; answers its number."),
 			mcp.WithString("payload", mcp.Required(), mcp.Description(`What to process; "fail" makes the job fail.`)),
-			mcp.WithNumber("steps", mcp.Description("How many job_state calls the job takes (default 2)."))), Handler: b.enqueue},
+			mcp.WithNumber("steps", mcp.Description("How many job_state calls the job takes (default 2).")),
+			mcp.WithString("ask", mcp.Description("A question the job asks at its first step (state 5) until supply_input answers it."))), Handler: b.enqueue},
 		server.ServerTool{Tool: mcp.NewTool("job_state", mcp.WithDescription("A job's numeric state: 0 queued, 1 running, 2 done, 3 failed, 4 aborted."), jobArg), Handler: b.state},
 		server.ServerTool{Tool: mcp.NewTool("job_output", mcp.WithDescription("A done job's output."), jobArg), Handler: b.output},
 		server.ServerTool{Tool: mcp.NewTool("abort_job", mcp.WithDescription("Abort a job that has not ended."), jobArg), Handler: b.abort},
+		server.ServerTool{Tool: mcp.NewTool("supply_input", mcp.WithDescription("Answer a job waiting for input (state 5)."), jobArg,
+			mcp.WithString("token", mcp.Required(), mcp.Description("The answer's idempotency key.")),
+			mcp.WithNumber("verdict", mcp.Required(), mcp.Description("1 supply value, 2 decline, 3 abort the job.")),
+			mcp.WithString("value", mcp.Description("The input, with verdict 1."))), Handler: b.supply},
 		server.ServerTool{Tool: mcp.NewTool("job_stats", mcp.WithDescription("Call counters.")), Handler: b.stats},
 	)
 	return srv
@@ -134,7 +159,7 @@ func (b *board) enqueue(_ context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.next++
-	b.jobs[b.next] = &job{payload: payload, steps: steps, delay: time.Duration(delay) * time.Millisecond}
+	b.jobs[b.next] = &job{payload: payload, steps: steps, delay: time.Duration(delay) * time.Millisecond, ask: req.GetString("ask", "")}
 	return structured(map[string]any{"job": b.next}), nil
 }
 
@@ -171,6 +196,8 @@ func (b *board) state(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 	if j.state == stateQueued || j.state == stateRunning {
 		j.progress++
 		switch {
+		case j.ask != "":
+			j.state = stateWaiting
 		case j.progress >= j.steps && j.payload == "fail":
 			j.state = stateFailed
 		case j.progress >= j.steps:
@@ -180,9 +207,49 @@ func (b *board) state(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallTo
 		}
 	}
 	out := map[string]any{"job": n, "state": j.state, "progress": j.progress, "steps": j.steps}
-	if j.state == stateFailed {
+	switch j.state {
+	case stateFailed:
 		out["reason"] = "the payload asked to fail"
+	case stateWaiting:
+		out["prompt"] = j.ask
 	}
+	return structured(out), nil
+}
+
+func (b *board) supply(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inputCalls++
+	n, j, bad := b.find(req)
+	if bad != nil {
+		return bad, nil
+	}
+	token, err := req.RequireString("token")
+	if err != nil || token == "" {
+		return mcp.NewToolResultError("token is required"), nil
+	}
+	out := map[string]any{"job": n}
+	switch {
+	case token == j.token: // a repeat of the answer taken: no further effect
+	case j.state != stateWaiting:
+		out["refused"] = fmt.Sprintf("job %d is not waiting for input", n)
+	default:
+		switch req.GetInt("verdict", 0) {
+		case verdictSupply:
+			j.reply = " with " + req.GetString("value", "")
+			j.state = stateRunning
+		case verdictDecline:
+			j.reply = " without input"
+			j.state = stateRunning
+		case verdictAbort:
+			j.state = stateAborted
+		default:
+			return mcp.NewToolResultError("verdict must be 1, 2 or 3"), nil
+		}
+		j.ask, j.token = "", token
+		b.inputsApplied++
+	}
+	out["state"] = j.state
 	return structured(out), nil
 }
 
@@ -197,7 +264,7 @@ func (b *board) output(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	if j.state != stateDone {
 		return mcp.NewToolResultError(fmt.Sprintf("job %d is not done", n)), nil
 	}
-	return structured(map[string]any{"job": n, "output": "processed: " + strings.ToUpper(j.payload)}), nil
+	return structured(map[string]any{"job": n, "output": "processed: " + strings.ToUpper(j.payload) + j.reply}), nil
 }
 
 func (b *board) abort(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -208,7 +275,7 @@ func (b *board) abort(_ context.Context, req mcp.CallToolRequest) (*mcp.CallTool
 	if bad != nil {
 		return bad, nil
 	}
-	if j.state == stateQueued || j.state == stateRunning {
+	if j.state == stateQueued || j.state == stateRunning || j.state == stateWaiting {
 		j.state = stateAborted
 	}
 	return structured(map[string]any{"job": n, "state": j.state}), nil
@@ -223,5 +290,5 @@ func (b *board) stats(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult
 		perJob[fmt.Sprint(n)] = j.stateCalls
 	}
 	return structured(map[string]any{"enqueued": b.next, "state_calls": b.stateCalls, "output_calls": b.outputCalls,
-		"abort_calls": b.abortCall, "max_concurrent_state": maxIn, "state_calls_per_job": perJob}), nil
+		"abort_calls": b.abortCall, "input_calls": b.inputCalls, "inputs_applied": b.inputsApplied, "max_concurrent_state": maxIn, "state_calls_per_job": perJob}), nil
 }

@@ -2,7 +2,11 @@
 // (examples/mcpserver/jobs), whose job API does not match the ordinary task
 // contract: its job ids and states are numbers, and a done job's result is
 // fetched by a second tool. The driver translates: submit enqueues, status
-// reads job_state and, once the job is done, job_output; cancel aborts.
+// reads job_state and, once the job is done, job_output; cancel aborts. A
+// job waiting for input (state 5) is input_required with its prompt as an
+// elicitation question for one string, value; the user's answer goes to
+// supply_input (driver_data "input_tool") with the answer's id as its token,
+// so an answer delivered twice is taken once.
 //
 // It calls the upstream only through the host (sdk.CallTool), which scopes
 // every call to the task's server, user and thread. The tool names come
@@ -35,7 +39,11 @@ const (
 	stateDone    = 2
 	stateFailed  = 3
 	stateAborted = 4
+	stateWaiting = 5
 )
+
+// supply_input's verdicts, by answer action.
+var verdicts = map[string]int{abi.AnswerAccept: 1, abi.AnswerDecline: 2, abi.AnswerCancel: 3}
 
 func init() { sdk.HandleTasks(driver{}) }
 
@@ -101,7 +109,7 @@ func (driver) Status(ref *abi.TaskReference) abi.TaskDriverResponse {
 
 func (driver) Cancel(ref *abi.TaskReference) abi.TaskDriverResponse {
 	r := poll(ref, "cancel_tool", "abort_job")
-	if r.Snapshot != nil && (r.Snapshot.Status == abi.StatusSubmitted || r.Snapshot.Status == abi.StatusWorking) {
+	if r.Snapshot != nil && (r.Snapshot.Status == abi.StatusSubmitted || r.Snapshot.Status == abi.StatusWorking || r.Snapshot.Status == abi.StatusInputRequired) {
 		r.Snapshot.Status = abi.StatusCancelled // aborted: the job stops at once
 	}
 	return r
@@ -119,10 +127,53 @@ func poll(ref *abi.TaskReference, role, fallback string) abi.TaskDriverResponse 
 	if fail != nil {
 		return *fail
 	}
+	return snapshot(ref, d, job, sc)
+}
+
+// Answer hands the user's answer to supply_input and maps the job's state
+// after it. A job that is not waiting any more refuses the answer.
+func (driver) Answer(req *abi.TaskAnswerRequest) abi.TaskDriverResponse {
+	ref := &req.Task
+	d := data(ref.DriverData)
+	job, err := strconv.ParseInt(ref.RemoteTaskID, 10, 64)
+	if err != nil {
+		return abi.TaskDriverResponse{Error: "the remote task id is not a job number"}
+	}
+	verdict, ok := verdicts[req.Action]
+	if !ok {
+		return abi.TaskDriverResponse{Error: "unknown answer action " + req.Action}
+	}
+	args := map[string]any{"job": job, "token": req.AnswerID, "verdict": verdict}
+	if req.Action == abi.AnswerAccept {
+		var content struct {
+			Value string `json:"value"`
+		}
+		if json.Unmarshal(req.Content, &content) != nil || content.Value == "" {
+			return abi.TaskDriverResponse{Error: "the answer needs a non-empty string value"}
+		}
+		args["value"] = content.Value
+	}
+	sc, fail := call(ref.ServerName, tool(d, "input_tool", "supply_input"), args, false)
+	if fail != nil {
+		return *fail
+	}
+	var refused struct {
+		Refused string `json:"refused"`
+	}
+	if json.Unmarshal(sc, &refused) == nil && refused.Refused != "" {
+		return abi.TaskDriverResponse{Error: refused.Refused}
+	}
+	return snapshot(ref, d, job, sc)
+}
+
+// snapshot maps a job's state answer (job_state's, abort_job's or
+// supply_input's); a done job's output becomes the result.
+func snapshot(ref *abi.TaskReference, d map[string]string, job int64, sc json.RawMessage) abi.TaskDriverResponse {
 	var st struct {
 		Job    int64  `json:"job"`
 		State  *int   `json:"state"`
 		Reason string `json:"reason"`
+		Prompt string `json:"prompt"`
 	}
 	if json.Unmarshal(sc, &st) != nil || st.State == nil || st.Job != job {
 		return abi.TaskDriverResponse{Error: "the job's state answer does not match the job"}
@@ -143,6 +194,11 @@ func poll(ref *abi.TaskReference, role, fallback string) abi.TaskDriverResponse 
 		snap.Status, snap.Error = abi.StatusFailed, "the job failed: "+st.Reason
 	case stateAborted:
 		snap.Status = abi.StatusCancelled
+	case stateWaiting:
+		q, _ := json.Marshal(map[string]any{"message": st.Prompt, "requestedSchema": map[string]any{
+			"type": "object", "properties": map[string]any{"value": map[string]any{"type": "string"}}, "required": []string{"value"},
+		}})
+		snap.Status, snap.InputRequired = abi.StatusInputRequired, q
 	default:
 		return abi.TaskDriverResponse{Error: "unknown job state " + strconv.Itoa(*st.State)}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/antler-mcp/antler/abi"
@@ -22,6 +23,14 @@ func jobs(state int, called *[]string) sdktest.CallToolFunc {
 			sc = map[string]any{"job": 7, "state": state, "reason": "boom"}
 		case "job_output":
 			sc = map[string]any{"job": 7, "output": "processed: X"}
+		case "supply_input":
+			var a map[string]any
+			_ = json.Unmarshal(req.Arguments, &a)
+			if state == stateDone {
+				sc = map[string]any{"job": 7, "state": state, "refused": "job 7 is not waiting for input"}
+			} else {
+				sc = map[string]any{"job": 7, "state": state, "args": a}
+			}
 		default:
 			return abi.CallToolResponse{Error: "no such tool"}
 		}
@@ -75,5 +84,56 @@ func TestDriverRetriesAFailedCall(t *testing.T) {
 	})
 	if resp.Error == "" || !resp.Retryable {
 		t.Errorf("answer = %+v, want a retryable error", resp)
+	}
+}
+
+// TestDriverAnswers maps a waiting job to input_required with its prompt,
+// and each answer action to supply_input's verdict, with the answer's id as
+// the token; a job that is not waiting refuses the answer for good.
+func TestDriverAnswers(t *testing.T) {
+	var called []string
+	ref := abi.TaskReference{ServerName: "jobs", RemoteTaskID: "7", DriverData: []byte(`{}`)}
+	waiting := sdktest.Status(t, &ref, func(req *abi.CallToolRequest) abi.CallToolResponse {
+		b, _ := json.Marshal(map[string]any{"structuredContent": map[string]any{"job": 7, "state": stateWaiting, "prompt": "Which colour?"}})
+		return abi.CallToolResponse{Result: b}
+	})
+	if waiting.Snapshot == nil || waiting.Snapshot.Status != abi.StatusInputRequired ||
+		!strings.Contains(string(waiting.Snapshot.InputRequired), `"message":"Which colour?"`) {
+		t.Fatalf("waiting job = %+v", waiting)
+	}
+	tests := []struct {
+		action, content string
+		after           int
+		status, args    string
+	}{
+		{abi.AnswerAccept, `{"value":"blue"}`, stateRunning, abi.StatusWorking, `map[job:7 token:ans-1 value:blue verdict:1]`},
+		{abi.AnswerDecline, ``, stateRunning, abi.StatusWorking, `map[job:7 token:ans-1 verdict:2]`},
+		{abi.AnswerCancel, ``, stateAborted, abi.StatusCancelled, `map[job:7 token:ans-1 verdict:3]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.action, func(t *testing.T) {
+			var args any
+			req := &abi.TaskAnswerRequest{Task: ref, Question: waiting.Snapshot.InputRequired, Action: tt.action, AnswerID: "ans-1"}
+			if tt.content != "" {
+				req.Content = []byte(tt.content)
+			}
+			resp := sdktest.Answer(t, req, func(req *abi.CallToolRequest) abi.CallToolResponse {
+				var a map[string]any
+				_ = json.Unmarshal(req.Arguments, &a)
+				args = a
+				return jobs(tt.after, &called)(req)
+			})
+			if resp.Snapshot == nil || resp.Snapshot.Status != tt.status || fmt.Sprint(args) != tt.args {
+				t.Errorf("answer = %+v with arguments %v, want %s with %s", resp, args, tt.status, tt.args)
+			}
+		})
+	}
+	refused := sdktest.Answer(t, &abi.TaskAnswerRequest{Task: ref, Action: abi.AnswerAccept, Content: []byte(`{"value":"x"}`), AnswerID: "a"}, jobs(stateDone, &called))
+	if refused.Error == "" || refused.Retryable {
+		t.Errorf("answer to a job not waiting = %+v, want a permanent error", refused)
+	}
+	empty := sdktest.Answer(t, &abi.TaskAnswerRequest{Task: ref, Action: abi.AnswerAccept, Content: []byte(`{}`), AnswerID: "a"}, jobs(stateRunning, &called))
+	if empty.Error == "" || empty.Retryable {
+		t.Errorf("accept without a value = %+v, want a permanent error", empty)
 	}
 }

@@ -287,7 +287,7 @@ func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Stor
 	taskServers := frozen.Servers()
 	if !st.MCPTasks.Enabled {
 		if len(taskServers) > 0 {
-			return nil, nil, fmt.Errorf("MCP task_toolsets are configured (server %s), so mcp_tasks.enabled=true is required in the settings; Antler will not silently expose these tools as synchronous calls", strings.Join(taskServers, ", "))
+			return nil, nil, fmt.Errorf("MCP task_toolsets or task drivers are configured (server %s), so mcp_tasks.enabled=true is required in the settings; Antler will not silently expose these tools as synchronous calls", strings.Join(taskServers, ", "))
 		}
 		return nil, func() {}, nil
 	}

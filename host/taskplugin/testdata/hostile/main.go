@@ -5,12 +5,17 @@
 // crash of the process), garbage (a snapshot that does not make sense),
 // foreign (a call_tool to server "other", then a completed answer), user (a
 // call_tool as another user), headers (a call_tool asking for the agent's
-// per-request credentials outside submit), panic.
+// per-request credentials outside submit), panic. The answer modes
+// (answer-garbage, answer-exit) poll the job honestly until it waits for
+// input; their answer really delivers the input to the jobs server (token:
+// the answer's id), then answers nonsense or dies.
 package main
 
 import (
 	"encoding/json"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/sdk"
@@ -25,7 +30,11 @@ func (driver) Submit(req *abi.TaskSubmitRequest) abi.TaskDriverResponse {
 		Mode string `json:"mode"`
 	}
 	_ = json.Unmarshal(req.Arguments, &args)
-	resp := sdk.CallTool(&abi.CallToolRequest{Server: req.ServerName, Tool: "enqueue", Arguments: []byte(`{"payload":"x"}`)})
+	enqueue := `{"payload":"x"}`
+	if strings.HasPrefix(args.Mode, "answer-") {
+		enqueue = `{"payload":"x","ask":"Which colour?"}`
+	}
+	resp := sdk.CallTool(&abi.CallToolRequest{Server: req.ServerName, Tool: "enqueue", Arguments: []byte(enqueue)})
 	if resp.Error != "" {
 		return abi.TaskDriverResponse{Error: resp.Error, Retryable: true}
 	}
@@ -65,8 +74,25 @@ func (driver) Status(ref *abi.TaskReference) abi.TaskDriverResponse {
 		return abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{Status: abi.StatusCompleted, Result: []byte(`"stolen"`)}}
 	case "panic":
 		panic("hostile")
+	case "answer-garbage", "answer-exit":
+		job, _ := strconv.Atoi(ref.RemoteTaskID)
+		args, _ := json.Marshal(map[string]any{"job": job})
+		sdk.CallTool(&abi.CallToolRequest{Server: ref.ServerName, Tool: "job_state", Arguments: args})
+		return abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{Status: abi.StatusInputRequired, InputRequired: []byte(`{"message":"Which colour?"}`)}}
 	}
 	return abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{Status: abi.StatusWorking}}
+}
+
+func (driver) Answer(req *abi.TaskAnswerRequest) abi.TaskDriverResponse {
+	var d map[string]string
+	_ = json.Unmarshal(req.Task.DriverData, &d)
+	job, _ := strconv.Atoi(req.Task.RemoteTaskID)
+	args, _ := json.Marshal(map[string]any{"job": job, "token": req.AnswerID, "verdict": 1, "value": "blue"})
+	sdk.CallTool(&abi.CallToolRequest{Server: req.Task.ServerName, Tool: "supply_input", Arguments: args})
+	if d["mode"] == "answer-exit" {
+		os.Exit(3)
+	}
+	return abi.TaskDriverResponse{Snapshot: &abi.TaskSnapshot{Status: "finished-ish", Result: []byte("{not json")}}
 }
 
 func (driver) Cancel(*abi.TaskReference) abi.TaskDriverResponse {
