@@ -12,6 +12,7 @@ import (
 	"github.com/antler-mcp/antler/host/openapi"
 	"github.com/antler-mcp/antler/host/openapi/openapitest"
 	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
 // documented checks every response this package's tests receive through
@@ -215,4 +216,62 @@ func at(doc map[string]any, keys ...string) map[string]any {
 		doc = doc[k].(map[string]any)
 	}
 	return doc
+}
+
+// TestOpenAPITransportFailsTheRoundTrip checks the wiring every test relies
+// on: through the checking transport, a response that does not match the
+// document fails the request and is recorded, a matching one and an
+// undocumented path pass untouched.
+func TestOpenAPITransportFailsTheRoundTrip(t *testing.T) {
+	a := newAPI(t, `{"mcpServers": {}}`)
+	var doc map[string]any
+	if err := json.Unmarshal(openapi.Source, &doc); err != nil {
+		t.Fatal(err)
+	}
+	at(doc, "components", "schemas", "Health", "properties", "status")["const"] = "up"
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := openapitest.NewChecker(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := &openapitest.Transport{Base: http.DefaultTransport, Checker: wrong}
+	client := &http.Client{Transport: check}
+	for _, tc := range []struct {
+		path    string
+		wantErr bool
+	}{
+		{"/healthz", true},
+		{"/api/mcp/tools", false},
+		{"/no/such/route", false},
+	} {
+		resp, err := client.Get(a.url + tc.path)
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		if (err != nil) != tc.wantErr {
+			t.Errorf("GET %s: error %v, want an error: %v", tc.path, err, tc.wantErr)
+		}
+	}
+	if got := check.Failures(); len(got) != 1 || !strings.Contains(got[0], "GET /healthz answered 200") {
+		t.Errorf("recorded failures %q, want the /healthz one", got)
+	}
+}
+
+// TestOpenAPICancelThroughTheRESTDoor cancels a running report through the
+// REST door, so the cancel's answer (the task) is checked against the
+// document as the other tests' answers are.
+func TestOpenAPICancelThroughTheRESTDoor(t *testing.T) {
+	alice, _, _, _ := newTaskAPI(t, answersDoc(testmcp.StartReportsHTTP(t)+"/mcp"), eventKeys...)
+	alice = alice.as("alice-key")
+	id := submitReport(t, alice, "reports_submit_report", `{"topic": "q4", "delay_ms": 600000}`)
+	code, d := alice.do("POST", "/api/threads/t1/mcp-tasks/"+id+"/cancel", "")
+	if code != http.StatusOK || d["cancel_requested"] != true {
+		t.Fatalf("cancel: %d %v", code, d)
+	}
+	if code, d = alice.do("GET", "/api/threads/t1/mcp-tasks?limit=5", ""); code != http.StatusOK {
+		t.Fatalf("list: %d %v", code, d)
+	}
 }
