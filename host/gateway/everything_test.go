@@ -127,7 +127,7 @@ func testEverything(t *testing.T, transport string, server map[string]any) {
 	t.Cleanup(cache.Close)
 	ts := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 	t.Cleanup(ts.Close)
-	api := everythingAPI{t: t, base: ts.URL, client: ts.Client()}
+	api := everythingAPI{t: t, base: ts.URL, client: recorded(ts.Client())}
 
 	// Tools: prefixed names, schemas as the server wrote them.
 	var list struct {

@@ -153,6 +153,7 @@ func New(opts Options) *Server {
 	root.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
+	root.GET("/openapi.json", openAPIDocument(opts.Version))
 	// The MCP endpoint: the same authentication and edge rules; its
 	// streams are bounded per write, not per response.
 	root.POST("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.streamWrites)
