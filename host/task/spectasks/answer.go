@@ -203,9 +203,7 @@ func (d *Driver) answer(ctx context.Context, ref task.Reference, question json.R
 	default:
 		return task.Snapshot{}, task.Protocolf("action: must be one of '%s', '%s', '%s'", task.ActionAccept, task.ActionDecline, task.ActionCancel)
 	}
-	data := maps.Clone(ref.DriverData)
-	delete(data, HeldRequestKey)
-	delete(data, QuestionKey)
+	data := withoutHeld(ref.DriverData)
 	rt, err := d.taskRequest(ctx, ref, MethodGet)
 	if err != nil {
 		return task.Snapshot{}, err
@@ -296,4 +294,15 @@ func describe(ve *jsonschema.ValidationError) string {
 		parts = append(parts[:3], "...")
 	}
 	return task.Truncate("content does not match the question's requestedSchema: "+strings.Join(parts, "; "), task.MaxToolErrorDetailChars)
+}
+
+// withoutHeld is driver data with no held elicitation.
+func withoutHeld(data map[string]string) map[string]string {
+	out := maps.Clone(data)
+	if out == nil {
+		out = map[string]string{}
+	}
+	delete(out, HeldRequestKey)
+	delete(out, QuestionKey)
+	return out
 }

@@ -267,7 +267,11 @@ func (d *Driver) status(ctx context.Context, ref task.Reference) (task.Snapshot,
 	if err != nil {
 		return task.Snapshot{}, err
 	}
-	return d.snapshot(ctx, ref, rt)
+	s, err := d.snapshot(ctx, ref, rt)
+	if err == nil && rt.Status != "input_required" && ref.DriverData[HeldRequestKey] != "" {
+		s.DriverData = withoutHeld(ref.DriverData) // the server no longer waits on it
+	}
+	return s, err
 }
 
 // Cancel asks for the task's cancellation with tasks/cancel. A task that

@@ -1,0 +1,96 @@
+package spectasks_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/host/task"
+	"github.com/antler-mcp/antler/host/task/spectasks"
+	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/internal/testnpm"
+)
+
+// waitRow waits (a hang guard) until ok holds for the task's row.
+func waitRow(t *testing.T, store *taskstore.Store, id string, what string, ok func(taskstore.Task) bool) taskstore.Task {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		row, err := store.Get(context.Background(), id, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(row) {
+			return row
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task never %s: %+v", what, row)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestAnswerTheServerNoLongerWaitsForIsAbandoned holds server-everything's
+// clarification question in one host, has the elicitation answered out of
+// band on the task's session (as a host that delivered and died before
+// recording it would, or a server that gave up), records the user's answer
+// in the store with no host running, and starts another host: the server no
+// longer waits, so the answer is abandoned, with a last error that says so,
+// never sent to a request the server has settled, and the task goes on to
+// complete with the outcome the server applied.
+func TestAnswerTheServerNoLongerWaitsForIsAbandoned(t *testing.T) {
+	url := testnpm.StartEverythingHTTP(t)
+	config := doc(fmt.Sprintf(`{"type": "http", "url": %q}`, url))
+	dbPath := filepath.Join(t.TempDir(), "tasks.db")
+
+	first := host(t, config, dbPath)
+	first.svc.Start()
+	id := submit(t, first.svc, researchTool(t, first.cache), `{"topic": "python", "ambiguous": true}`)
+	var data map[string]string
+	row := waitRow(t, first.store, id, "held its question", func(r taskstore.Task) bool {
+		return r.Status == string(task.StatusInputRequired) && json.Unmarshal(r.DriverData, &data) == nil && data[spectasks.HeldRequestKey] != ""
+	})
+	if !first.svc.CanAnswer(row) || !strings.Contains(string(row.InputRequired), "requestedSchema") {
+		t.Fatalf("question %s, can answer %v", row.InputRequired, first.svc.CanAnswer(row))
+	}
+	first.svc.Stop()
+
+	body := fmt.Sprintf(`{"jsonrpc": "2.0", "id": %s, "result": {"action": "decline"}}`, data[spectasks.HeldRequestKey])
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", data[spectasks.SessionKey])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("out-of-band response: %s", resp.Status)
+	}
+	if _, err := first.store.RecordAnswer(context.Background(), id, "alice", "t1", "mcp-answer-abandoned-test",
+		json.RawMessage(`{"action": "accept", "content": {"interpretation": "snake"}}`), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	second := host(t, config, dbPath)
+	second.svc.Start()
+	row = waitRow(t, second.store, id, "settled its answer", func(r taskstore.Task) bool { return r.AnswerStatus != taskstore.AnswerPending })
+	if row.AnswerStatus != taskstore.AnswerAbandoned || !strings.Contains(row.AnswerError, "no longer waits for this answer") {
+		t.Errorf("answer %s (%q), want abandoned saying the server no longer waits", row.AnswerStatus, row.AnswerError)
+	}
+	row = waitStatus(t, second.store, id, task.StatusCompleted)
+	if r := string(row.Result); !strings.Contains(r, "User declined") || strings.Contains(r, "snake") {
+		t.Errorf("result = %.400s, want the outcome the server applied", r)
+	}
+	var after map[string]string
+	if err := json.Unmarshal(row.DriverData, &after); err != nil || after[spectasks.HeldRequestKey] != "" {
+		t.Errorf("driver data %s still holds the settled request", row.DriverData)
+	}
+}
