@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -92,5 +93,83 @@ func TestAnswerTheServerNoLongerWaitsForIsAbandoned(t *testing.T) {
 	var after map[string]string
 	if err := json.Unmarshal(row.DriverData, &after); err != nil || after[spectasks.HeldRequestKey] != "" {
 		t.Errorf("driver data %s still holds the settled request", row.DriverData)
+	}
+}
+
+// TestAnswerRules checks what Answer sends for each answer, with a
+// scripted server (the refusals and the session are not what a real
+// server can vary): content is validated against the question's
+// requestedSchema before anything is sent, errors naming the field and
+// never the value; the response goes to the held request's id on the
+// task's session; a task with no held request takes no answer.
+func TestAnswerRules(t *testing.T) {
+	question := `{"method":"elicitation/create","message":"Which python?","requestedSchema":{"type":"object",
+		"properties":{"interpretation":{"type":"string","oneOf":[{"const":"snake"},{"const":"programming"}]},"years":{"type":"integer","minimum":1}},
+		"required":["interpretation"]}}`
+	held := func() task.Reference {
+		r := ref()
+		r.DriverData[spectasks.HeldRequestKey] = "7"
+		r.DriverData[spectasks.QuestionKey] = question
+		return r
+	}
+	tests := []struct {
+		name      string
+		ref       task.Reference
+		answer    task.Answer
+		status    string // tasks/get's
+		errHas    string
+		abandoned bool
+		sent      string // the response's result
+	}{
+		{name: "accept", ref: held(), answer: task.Answer{Action: "accept", Content: json.RawMessage(`{"interpretation":"snake"}`)},
+			status: "input_required", sent: `{"action":"accept","content":{"interpretation":"snake"}}`},
+		{name: "decline", ref: held(), answer: task.Answer{Action: "decline"}, status: "input_required", sent: `{"action":"decline"}`},
+		{name: "cancel", ref: held(), answer: task.Answer{Action: "cancel"}, status: "input_required", sent: `{"action":"cancel"}`},
+		{name: "a value the schema does not allow", ref: held(), answer: task.Answer{Action: "accept", Content: json.RawMessage(`{"interpretation":"canary-5e1"}`)},
+			errHas: "content.interpretation"},
+		{name: "a missing required field", ref: held(), answer: task.Answer{Action: "accept", Content: json.RawMessage(`{"years":3}`)},
+			errHas: "'interpretation'"},
+		{name: "a wrong type", ref: held(), answer: task.Answer{Action: "accept", Content: json.RawMessage(`{"interpretation":"snake","years":"canary-5e1"}`)},
+			errHas: "content.years"},
+		{name: "no held request", ref: ref(), answer: task.Answer{Action: "decline"}, errHas: "no elicitation Antler holds"},
+		{name: "the server moved on", ref: held(), answer: task.Answer{Action: "decline"}, status: "working", abandoned: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{answers: map[string]answer{
+				"tasks/get":              {result: getTask(tt.status, "", nil)},
+				spectasks.MethodRespond: {result: `{}`},
+			}}
+			d := spectasks.New(s, spectasks.Options{})
+			if got, want := d.CanAnswer(tt.ref), tt.ref.DriverData[spectasks.HeldRequestKey] != ""; got != want {
+				t.Errorf("CanAnswer = %v, want %v", got, want)
+			}
+			snap, err := d.Answer(context.Background(), tt.ref, json.RawMessage(question), tt.answer)
+			var ab *task.AbandonedError
+			switch {
+			case tt.abandoned:
+				if !errors.As(err, &ab) || ab.Snapshot.Status != task.StatusWorking || ab.Snapshot.DriverData[spectasks.HeldRequestKey] != "" {
+					t.Fatalf("err = %v, want abandoned with the task working and nothing held", err)
+				}
+			case tt.errHas != "":
+				if !task.IsPermanent(err) || !strings.Contains(err.Error(), tt.errHas) || strings.Contains(err.Error(), "canary-5e1") {
+					t.Fatalf("err = %v, want a refusal naming %q without the value", err, tt.errHas)
+				}
+				if len(s.calls) != 0 {
+					t.Errorf("calls %v, want none before the content is valid", s.methods())
+				}
+			default:
+				if err != nil {
+					t.Fatal(err)
+				}
+				last := s.calls[len(s.calls)-1]
+				if last.Method != spectasks.MethodRespond || string(last.RequestID) != "7" || string(last.Result) != tt.sent || last.Session != "s1" {
+					t.Errorf("response %+v (result %s), want %s to request 7 on session s1", last, last.Result, tt.sent)
+				}
+				if snap.Status != task.StatusWorking || snap.DriverData == nil || snap.DriverData[spectasks.HeldRequestKey] != "" || snap.DriverData[spectasks.QuestionKey] != "" {
+					t.Errorf("snapshot %+v, want working with nothing held", snap)
+				}
+			}
+		})
 	}
 }

@@ -10,6 +10,10 @@
 // session it was created on: the driver keeps that session in the task's
 // driver data. On stdio the task's requests go on the owner's (user,
 // thread) session, as every call of that owner does.
+//
+// A task that asks for input is answered by responding to the
+// elicitation/create its server sent on a tasks/result stream, which the
+// driver holds pending (answer.go).
 package spectasks
 
 import (
