@@ -137,7 +137,7 @@ func TestAnswerRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{answers: map[string]answer{
-				"tasks/get":              {result: getTask(tt.status, "", nil)},
+				"tasks/get":             {result: getTask(tt.status, "", nil)},
 				spectasks.MethodRespond: {result: `{}`},
 			}}
 			d := spectasks.New(s, spectasks.Options{})
