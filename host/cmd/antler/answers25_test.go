@@ -177,17 +177,7 @@ func TestSpecTaskAnswerSurvivesAHostCrash(t *testing.T) {
 			}
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, d := again.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if d["notification_status"] == "delivered" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("completion not notified: %v", d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitNotified(t, again, "t1", id)
 	per := map[string]int{}
 	for _, env := range hook.deliveries() {
 		if env.TaskID != id {
@@ -202,5 +192,22 @@ func TestSpecTaskAnswerSurvivesAHostCrash(t *testing.T) {
 	}
 	if per["input_required"] != 1 || per["completed"] != 1 {
 		t.Errorf("webhook deliveries of the task: %v, want the question and the completion once each", per)
+	}
+}
+
+// awaitNotified polls the task API of h until the task's notification is
+// delivered (a hang guard, not a timing assertion).
+func awaitNotified(t *testing.T, h *serveBinary, thread, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, d := h.do("GET", "/api/threads/"+thread+"/mcp-tasks/"+id, "")
+		if d["notification_status"] == "delivered" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("notification of %s not delivered: %v", id, d)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
