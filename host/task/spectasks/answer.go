@@ -77,6 +77,11 @@ func (d *Driver) inputRequired(ctx context.Context, ref task.Reference, rt remot
 		return task.Snapshot{}, err
 	}
 	if held == nil {
+		// The task may have moved on meanwhile (a server applying an
+		// answer just delivered still read input_required): say what it is now.
+		if now, err := d.taskRequest(ctx, ref, MethodGet); err == nil && now.Status != "input_required" {
+			return d.snapshot(ctx, ref, now)
+		}
 		msg := orDefault(rt.StatusMessage)
 		payload, _ := json.Marshal(map[string]string{"message": msg + " (the server sent no question Antler can pass on: an answer cannot be given yet)"})
 		return task.Snapshot{Status: task.StatusInputRequired, InputRequired: payload, PollAfterSeconds: poll}, nil

@@ -107,8 +107,12 @@ var dialects = []dialect{
 			return a
 		},
 		methods: func(r remote) []string {
-			// input_required: tasks/result brings the question, if any.
-			if r.getErr == nil && r.raw == "" && (r.status == "completed" || r.status == "failed" || r.status == "input_required") {
+			// input_required: tasks/result brings the question, if any;
+			// without one the task is read again.
+			if r.getErr == nil && r.raw == "" && r.status == "input_required" {
+				return []string{"tasks/get", "tasks/result", "tasks/get"}
+			}
+			if r.getErr == nil && r.raw == "" && (r.status == "completed" || r.status == "failed") {
 				return []string{"tasks/get", "tasks/result"}
 			}
 			return []string{"tasks/get"}
