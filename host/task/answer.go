@@ -82,3 +82,14 @@ func CanAnswer(d Driver, ref Reference) bool {
 	}
 	return true
 }
+
+// AbandonedError is an Answerer's report that the remote no longer waits
+// for the answer (its question is gone: it gave up on it, or a connection
+// it lived on ended): the answer is settled as abandoned, with Reason as
+// its error, and Snapshot, the task's state now, is stored as a poll's.
+type AbandonedError struct {
+	Reason   string
+	Snapshot Snapshot
+}
+
+func (e *AbandonedError) Error() string { return "the answer was abandoned: " + e.Reason }

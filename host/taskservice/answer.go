@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/taskstore"
@@ -97,6 +98,10 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 		}
 	}
 	at := s.now()
+	var abandoned *task.AbandonedError
+	if errors.As(err, &abandoned) {
+		return s.abandonAnswer(ctx, row, abandoned, at)
+	}
 	if err == nil {
 		snap, err = task.Normalize(snap, s.cfg)
 	}
@@ -127,6 +132,25 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded an MCP task answer's reply after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)
+	}
+	return err
+}
+
+// abandonAnswer settles a claimed task's pending answer as abandoned (the
+// remote no longer waits for it) and stores the task's state the driver
+// read, in one fenced write; a state that does not normalise is a poll
+// failure instead, the answer staying pending.
+func (s *Service) abandonAnswer(ctx context.Context, row taskstore.Task, ab *task.AbandonedError, at time.Time) error {
+	snap, err := task.Normalize(ab.Snapshot, s.cfg)
+	if err != nil {
+		next := at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg))
+		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, next, task.Truncate(err.Error(), task.MaxErrorChars), at)
+		return rerr
+	}
+	msg := task.Truncate("The answer was not delivered: "+ab.Reason, task.MaxErrorChars)
+	ok, err := s.store.AbandonAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, toStore(snap), driverData(snap), msg, nextPoll(at, snap, s.cfg), at)
+	if err == nil && !ok {
+		s.log.Warn("Discarded an MCP task answer's abandonment after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/antler-mcp/antler/host/config"
@@ -79,14 +80,22 @@ func (c SpecCaller) Call(ctx context.Context, call spectasks.Call) (spectasks.Re
 		UserID: call.UserID, ThreadID: call.ThreadID, Session: call.Session,
 		OnSession: func(s string) { session = s },
 	}
+	if call.Hold != nil {
+		ctx = upstream.WithRelay(ctx, holdRelay{hold: call.Hold})
+	}
 	var raw json.RawMessage
-	if call.Method == spectasks.MethodCallTool {
+	switch call.Method {
+	case spectasks.MethodRespond:
+		raw, err = snap.Send(ctx, call.Server, req, func(ctx context.Context, conn *upstream.Conn) (json.RawMessage, error) {
+			return json.RawMessage(`{}`), conn.Respond(ctx, call.RequestID, call.Result)
+		})
+	case spectasks.MethodCallTool:
 		req.Arguments, req.Task, req.Meta = call.Arguments, call.Task, call.Meta
 		if call.RequestScoped {
 			req.Secrets = call.Secrets
 		}
 		raw, err = snap.CallServerTool(ctx, call.Server, call.Tool, req, call.RequestScoped)
-	} else {
+	default:
 		req.Method, req.Params = call.Method, call.Params
 		raw, err = snap.Send(ctx, call.Server, req, nil)
 	}
@@ -114,3 +123,19 @@ type wrapped struct{ err, also error }
 
 func (w *wrapped) Error() string   { return w.err.Error() }
 func (w *wrapped) Unwrap() []error { return []error{w.err, w.also} }
+
+// holdRelay takes the server requests that arrive on a spec task
+// request's stream: the ones the driver holds get no response now
+// (upstream.ErrRespondLater), the others are refused.
+type holdRelay struct {
+	hold func(spectasks.ServerRequest) bool
+}
+
+func (holdRelay) Notify(string, json.RawMessage) {}
+
+func (r holdRelay) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if id, ok := upstream.ServerRequestID(ctx); ok && r.hold(spectasks.ServerRequest{ID: id, Method: method, Params: params}) {
+		return nil, fmt.Errorf("%s held for the task's answer: %w", method, upstream.ErrRespondLater)
+	}
+	return nil, &upstream.RPCError{Code: -32601, Message: method + ": Antler's background task poller cannot answer this request"}
+}

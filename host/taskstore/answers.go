@@ -12,7 +12,7 @@ import (
 // Answer statuses (the answer_status column). A task's latest answer is
 // pending from RecordAnswer until the poller settles it: delivered
 // (ApplyAnswer), refused (RefuseAnswer) or abandoned (the task was
-// cancelled first). The answer's content is kept only while it is pending.
+// cancelled first, or the remote stopped waiting for it: AbandonAnswer). The answer's content is kept only while it is pending.
 const (
 	AnswerPending   = "pending"
 	AnswerDelivered = "delivered"
@@ -81,7 +81,7 @@ func (s *Store) RecordAnswer(ctx context.Context, id, userID, threadID, answerID
 // ApplyPoll is ApplySnapshot that also replaces the task's driver data with
 // driverData, in the same write, when driverData is not nil.
 func (s *Store) ApplyPoll(ctx context.Context, id, owner, token string, snap Snapshot, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
-	return s.applyRemote(ctx, "apply snapshot to "+id, id, owner, token, "", snap, driverData, nextPollAt, polledAt)
+	return s.applyRemote(ctx, "apply snapshot to "+id, id, owner, token, "", "", "", snap, driverData, nextPollAt, polledAt)
 }
 
 // ApplyAnswer stores the remote's reply to the pending answer answerID and
@@ -94,12 +94,25 @@ func (s *Store) ApplyAnswer(ctx context.Context, id, owner, token, answerID stri
 	if answerID == "" {
 		return false, fmt.Errorf("taskstore: apply answer to %s: answer id is required", id)
 	}
-	return s.applyRemote(ctx, "apply answer to "+id, id, owner, token, answerID, snap, driverData, nextPollAt, at)
+	return s.applyRemote(ctx, "apply answer to "+id, id, owner, token, answerID, AnswerDelivered, "", snap, driverData, nextPollAt, at)
+}
+
+// AbandonAnswer stores the remote's state after it stopped waiting for the
+// pending answer answerID (its question is gone), and settles the answer
+// as abandoned with errText as its error, in one write fenced like
+// ApplyAnswer; driverData, when not nil, replaces the task's driver data.
+// It reports false when fenced.
+func (s *Store) AbandonAnswer(ctx context.Context, id, owner, token, answerID string, snap Snapshot, driverData json.RawMessage, errText string, nextPollAt, at time.Time) (bool, error) {
+	if answerID == "" {
+		return false, fmt.Errorf("taskstore: abandon answer to %s: answer id is required", id)
+	}
+	return s.applyRemote(ctx, "abandon answer to "+id, id, owner, token, answerID, AnswerAbandoned, errText, snap, driverData, nextPollAt, at)
 }
 
 // applyRemote writes a remote state: a poll's (answerID "", which must find
-// no answer pending) or the reply to the pending answer answerID.
-func (s *Store) applyRemote(ctx context.Context, what, id, owner, token, answerID string, snap Snapshot, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
+// no answer pending) or the reply to the pending answer answerID, which it
+// settles as settle (delivered or abandoned) with answerErr as its error.
+func (s *Store) applyRemote(ctx context.Context, what, id, owner, token, answerID, settle, answerErr string, snap Snapshot, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
 	if err := checkSchedule(snap.Status, nextPollAt); err != nil {
 		return false, fmt.Errorf("taskstore: %s: %w", what, err)
 	}
@@ -111,9 +124,9 @@ func (s *Store) applyRemote(ctx context.Context, what, id, owner, token, answerI
 	args = append(args, ms(nextPollAt), ms(polledAt), ms(completed), jsonText(driverData))
 	set, guard := "", " AND "+notPendingAnswer
 	if answerID != "" {
-		set = ", answer_status = 'delivered', answer = NULL, answer_error = NULL"
+		set = ", answer_status = $16, answer = NULL, answer_error = $17"
 		guard = " AND answer_status = 'pending' AND answer_id = $15"
-		args = append(args, answerID)
+		args = append(args, answerID, settle, text(answerErr))
 	}
 	return s.fencedWrite(ctx, what, polledAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
  next_poll_at = $11, last_polled_at = $12, last_poll_error = NULL, consecutive_poll_error_count = 0,

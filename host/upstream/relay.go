@@ -50,7 +50,9 @@ type Relay interface {
 	Notify(method string, params json.RawMessage)
 	// Request asks the downstream client (sampling/createMessage,
 	// elicitation/create, roots/list) and returns its raw result; an
-	// *RPCError is passed to the upstream with its code and message.
+	// *RPCError is passed to the upstream with its code and message; an
+	// error wrapping ErrRespondLater sends nothing, the request being
+	// answered later with Conn.Respond (its id is ServerRequestID(ctx)).
 	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
@@ -240,9 +242,11 @@ func (rs *relays) handler(next transport.RequestHandler) transport.RequestHandle
 			}
 			params = b
 		}
-		res, err := call.relay.Request(rctx, req.Method, params)
+		res, err := call.relay.Request(withServerRequestID(rctx, req.ID), req.Method, params)
 		var rpcErr *RPCError
 		switch {
+		case errors.Is(err, ErrRespondLater):
+			return nil, nil // held: Conn.Respond answers it (respond.go)
 		case errors.As(err, &rpcErr):
 			return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, nil), nil
 		case err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) && call.ctx.Err() == nil:

@@ -173,17 +173,7 @@ func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 		!strings.HasPrefix(env.EventText, "<untrusted_mcp_task_event>") {
 		t.Errorf("streamed event: %+v", env)
 	}
-	deadline = time.Now().Add(15 * time.Second)
-	for {
-		_, detail := again.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if detail["notification_status"] == "delivered" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notification not delivered: %v", detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	awaitNotified(t, again, "t1", id)
 	gotHooks := hook.deliveries()
 	if len(gotHooks) != 1 || gotHooks[0].TaskID != id || gotHooks[0].UserID != "default" || gotHooks[0].IdempotencyKey != "mcp-task:"+id+":1:0" ||
 		!strings.Contains(string(gotHooks[0].Event), `"status":"completed"`) {

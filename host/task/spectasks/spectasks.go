@@ -10,6 +10,10 @@
 // session it was created on: the driver keeps that session in the task's
 // driver data. On stdio the task's requests go on the owner's (user,
 // thread) session, as every call of that owner does.
+//
+// A task that asks for input is answered by responding to the
+// elicitation/create its server sent on a tasks/result stream, which the
+// driver holds pending (answer.go).
 package spectasks
 
 import (
@@ -56,6 +60,9 @@ const (
 	MethodGet      = "tasks/get"
 	MethodResult   = "tasks/result"
 	MethodCancel   = "tasks/cancel"
+	// MethodRespond is no MCP method: a Call with it sends the response
+	// to a held server request (Call.RequestID, Call.Result).
+	MethodRespond = "(response)"
 )
 
 // JSON-RPC error codes the mapping tells apart.
@@ -89,6 +96,14 @@ type Call struct {
 	// Session is the streamable HTTP session to send on ("" for the
 	// server's shared connection).
 	Session string
+	// Hold, when set, is offered the server requests that arrive on the
+	// request's stream (a tasks/result's elicitation/create): one it
+	// returns true for gets no response now, to be answered later with a
+	// MethodRespond call; the others are refused.
+	Hold func(ServerRequest) bool
+	// RequestID and Result are a MethodRespond call's: the held server
+	// request answered and its result.
+	RequestID, Result json.RawMessage
 	// RequestScoped is true only for the submit, made inside the agent's
 	// request: its per-request credentials (Secrets) apply to it alone.
 	RequestScoped bool
@@ -129,13 +144,18 @@ type Options struct {
 	// (zero: one second and five minutes). Without a hint the runtime's own
 	// cadence applies.
 	MinPollInterval, MaxPollInterval time.Duration
+	// CaptureWait bounds how long a poll that finds a task input_required
+	// waits on tasks/result for the server's elicitation/create (zero:
+	// DefaultCaptureWait; the poll's own deadline bounds it too).
+	CaptureWait time.Duration
 }
 
 // Driver is the 2025-11-25 tasks driver. It keeps no state between calls:
 // everything a task needs is in its reference.
 type Driver struct {
-	caller Caller
-	polls  pollBounds
+	caller  Caller
+	polls   pollBounds
+	capture time.Duration // Options.CaptureWait
 }
 
 // pollBounds bound a server's poll interval hint.
@@ -154,11 +174,19 @@ func newPollBounds(opts Options) pollBounds {
 	return b
 }
 
-var _ task.Driver = (*Driver)(nil)
+var (
+	_ task.Driver        = (*Driver)(nil)
+	_ task.Answerer      = (*Driver)(nil)
+	_ task.AnswerChecker = (*Driver)(nil)
+)
 
 // New returns a driver that sends through caller.
 func New(caller Caller, opts Options) *Driver {
-	return &Driver{caller: caller, polls: newPollBounds(opts)}
+	w := opts.CaptureWait
+	if w <= 0 {
+		w = DefaultCaptureWait
+	}
+	return &Driver{caller: caller, polls: newPollBounds(opts), capture: w}
 }
 
 // remoteTask is the spec's Task object.
@@ -243,7 +271,11 @@ func (d *Driver) status(ctx context.Context, ref task.Reference) (task.Snapshot,
 	if err != nil {
 		return task.Snapshot{}, err
 	}
-	return d.snapshot(ctx, ref, rt)
+	s, err := d.snapshot(ctx, ref, rt)
+	if err == nil && rt.Status != "input_required" && ref.DriverData[HeldRequestKey] != "" {
+		s.DriverData = withoutHeld(ref.DriverData) // the server no longer waits on it
+	}
+	return s, err
 }
 
 // Cancel asks for the task's cancellation with tasks/cancel. A task that
@@ -327,12 +359,7 @@ func (d *Driver) snapshot(ctx context.Context, ref task.Reference, rt remoteTask
 	case "working":
 		return task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: d.polls.hint(rt.PollInterval)}, nil
 	case "input_required":
-		msg := rt.StatusMessage
-		if msg == "" {
-			msg = "The remote MCP task needs input."
-		}
-		payload, _ := json.Marshal(map[string]string{"message": msg})
-		return task.Snapshot{Status: task.StatusInputRequired, InputRequired: payload, PollAfterSeconds: d.polls.hint(rt.PollInterval)}, nil
+		return d.inputRequired(ctx, ref, rt)
 	case "cancelled":
 		return task.Snapshot{Status: task.StatusCancelled, Error: rt.StatusMessage}, nil
 	case "completed", "failed":

@@ -107,6 +107,11 @@ var dialects = []dialect{
 			return a
 		},
 		methods: func(r remote) []string {
+			// input_required: tasks/result brings the question, if any;
+			// without one the task is read again.
+			if r.getErr == nil && r.raw == "" && r.status == "input_required" {
+				return []string{"tasks/get", "tasks/result", "tasks/get"}
+			}
 			if r.getErr == nil && r.raw == "" && (r.status == "completed" || r.status == "failed") {
 				return []string{"tasks/get", "tasks/result"}
 			}
@@ -178,8 +183,8 @@ func TestStatusMapping(t *testing.T) {
 			want: task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(300)}},
 		{name: "working without a hint", remote: remote{status: "working"},
 			want: task.Snapshot{Status: task.StatusWorking}},
-		{name: "input_required carries the status message", only: "2025-11-25", remote: remote{status: "input_required", msg: "Which python?", poll: 1000},
-			want: task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"message":"Which python?"}`), PollAfterSeconds: seconds(1)}},
+		{name: "input_required without an elicitation carries the status message", only: "2025-11-25", remote: remote{status: "input_required", msg: "Which python?", poll: 1000},
+			want: task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"message":"Which python? (the server sent no question Antler can pass on: an answer cannot be given yet)"}`), PollAfterSeconds: seconds(1)}},
 		{name: "completed takes the result, without protocol fields", remote: remote{status: "completed", result: report},
 			want: task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(report)}},
 		{name: "completed with an isError result", remote: remote{status: "completed", result: quota},
