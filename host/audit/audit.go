@@ -119,7 +119,8 @@ func (l *Logger) PluginLoad(entry, role, kind, path, sha256 string) {
 type Task struct {
 	ID, User, Thread, Server, Driver string
 	// Change is what happened: "created", "status", "cancel_requested",
-	// "answer_recorded", "answer_delivered", "answer_refused".
+	// "answer_recorded", "answer_delivered", "answer_refused",
+	// "answer_abandoned".
 	Change string
 	// From and To are the statuses around the change.
 	From, To string

@@ -149,6 +149,11 @@ func (s *Service) abandonAnswer(ctx context.Context, row taskstore.Task, ab *tas
 	}
 	msg := task.Truncate("The answer was not delivered: "+ab.Reason, task.MaxErrorChars)
 	ok, err := s.store.AbandonAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, toStore(snap), driverData(snap), msg, nextPoll(at, snap, s.cfg), at)
+	if err == nil && ok {
+		from := row.Status
+		row.Status = string(snap.Status)
+		s.auditTask(row, "answer_abandoned", from)
+	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded an MCP task answer's abandonment after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)
 	}
