@@ -19,9 +19,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/configadmin"
 	"github.com/antler-mcp/antler/host/configfile"
-	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/mcpserver"
 	"github.com/antler-mcp/antler/host/principal"
@@ -79,11 +80,8 @@ type Server struct {
 	streams     context.Context
 	stopStreams context.CancelFunc
 
-	// cfgFile and policy are the config API's file guard and launch policy
-	// (nil: resolved per request, see configFile and launchPolicy).
-	cfgFile *configfile.File
-	policy  *launchpolicy.Policy
-	envRefs *config.EnvAllowlist
+	// admin is the config admin API behind its routes.
+	admin *configadmin.Admin
 
 	// http, edge, callSlots and streamSlots are the HTTP edge's bounds.
 	http        HTTPOptions
@@ -107,7 +105,9 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy, envRefs: opts.ConfigEnvAllowlist}
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks}
+	s.admin = configadmin.New(configadmin.Options{Tools: opts.Cache, File: opts.ConfigFile, LaunchPolicy: opts.LaunchPolicy,
+		EnvAllowlist: opts.ConfigEnvAllowlist, Logger: log})
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.http = opts.HTTP.withDefaults()
 	var edgeErrs []error
@@ -268,34 +268,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	return nil
 }
 
-// apiError is the JSON error body.
-type apiError struct {
-	Error string `json:"error"`
-}
-
-func (s *Server) errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	code, msg := http.StatusInternalServerError, "internal error"
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		code = he.Code
-		msg = fmt.Sprint(he.Message)
-		if he.Code == http.StatusRequestEntityTooLarge {
-			msg = fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes)
-		}
-	} else {
-		s.log.Error("request failed", "request_id", requestIDFrom(c), "error", dispatch.Redact(err.Error()))
-	}
-	_ = c.JSON(code, apiError{Error: msg})
-}
-
-// fail answers with a JSON error.
-func fail(c echo.Context, code int, format string, args ...any) error {
-	return c.JSON(code, apiError{Error: fmt.Sprintf(format, args...)})
-}
-
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // requestID takes a well-formed X-Request-ID from the caller or makes one,
@@ -358,13 +330,13 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.auth.Open() {
 			if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
-				return fail(c, http.StatusForbidden, "this gateway has no API keys and serves loopback callers only")
+				return apierror.New(http.StatusForbidden, "this gateway has no API keys and serves loopback callers only")
 			}
 		}
 		p, err := s.auth.Authenticate(c.Request().Header.Get("Authorization"), c.Request().Header.Get("X-API-Key"))
 		if err != nil {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="antler"`)
-			return fail(c, http.StatusUnauthorized, "%s", err.Error())
+			return apierror.Wrap(err, http.StatusUnauthorized, "%s", err.Error())
 		}
 		c.Set(principalKey, p)
 		req := c.Request()
@@ -383,7 +355,7 @@ func principalFrom(c echo.Context) principal.Principal {
 func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !principalFrom(c).IsAdmin() {
-			return fail(c, http.StatusForbidden, "Admin privileges required to manage MCP configuration.")
+			return apierror.New(http.StatusForbidden, "Admin privileges required to manage MCP configuration.")
 		}
 		return next(c)
 	}

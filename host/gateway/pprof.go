@@ -5,6 +5,8 @@ import (
 	"net/http/pprof"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/antler-mcp/antler/host/apierror"
 )
 
 // pprofPrefix is where the profiles are served when Options.Pprof is set.
@@ -27,7 +29,7 @@ func (s *Server) routePprof() {
 func pprofAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !principalFrom(c).IsAdmin() {
-			return fail(c, http.StatusForbidden, "Admin privileges required for %s.", pprofPrefix)
+			return apierror.New(http.StatusForbidden, "Admin privileges required for %s.", pprofPrefix)
 		}
 		return next(c)
 	}

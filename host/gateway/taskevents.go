@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/host/taskstore"
 )
@@ -52,7 +53,7 @@ func (s *Server) taskEvents(c echo.Context) error {
 	if last := c.Request().Header.Get("Last-Event-ID"); last != "" {
 		ms, perr := strconv.ParseInt(last, 10, 64)
 		if perr != nil || ms < 0 {
-			return fail(c, http.StatusBadRequest, "Last-Event-ID: must be an event id from this stream")
+			return apierror.New(http.StatusBadRequest, "Last-Event-ID: must be an event id from this stream")
 		}
 		start, resume = time.UnixMilli(ms), true
 	}

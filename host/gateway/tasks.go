@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/task"
@@ -95,10 +96,10 @@ func (s *Server) answerView(r taskstore.Task) map[string]any {
 func (s *Server) taskScope(c echo.Context) (user, thread string, ok bool, err error) {
 	thread = c.Param("thread_id")
 	if verr := settings.ValidateUserID(thread); verr != nil {
-		return "", "", false, fail(c, http.StatusBadRequest, "thread_id: %v", verr)
+		return "", "", false, apierror.New(http.StatusBadRequest, "thread_id: %v", verr)
 	}
 	if s.tasks == nil || !s.tasks.Running() {
-		return "", "", false, fail(c, http.StatusServiceUnavailable, "MCP task service not available")
+		return "", "", false, apierror.New(http.StatusServiceUnavailable, "MCP task service not available")
 	}
 	return principalFrom(c).User, thread, true, nil
 }
@@ -112,7 +113,7 @@ func (s *Server) listTasks(c echo.Context) error {
 	if v := c.QueryParam("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 1 || n > 100 {
-			return fail(c, http.StatusBadRequest, "limit: must be a whole number from 1 to 100")
+			return apierror.New(http.StatusBadRequest, "limit: must be a whole number from 1 to 100")
 		}
 		limit = n
 	}
@@ -134,7 +135,7 @@ func (s *Server) getTask(c echo.Context) error {
 	}
 	row, err := s.tasks.Get(c.Request().Context(), c.Param("task_id"), user, thread)
 	if errors.Is(err, taskstore.ErrNotFound) {
-		return fail(c, http.StatusNotFound, "MCP task not found")
+		return apierror.New(http.StatusNotFound, "MCP task not found")
 	}
 	if err != nil {
 		return err
@@ -150,9 +151,9 @@ func (s *Server) cancelTask(c echo.Context) error {
 	row, err := s.tasks.Cancel(c.Request().Context(), c.Param("task_id"), user, thread)
 	switch {
 	case errors.Is(err, taskstore.ErrNotFound):
-		return fail(c, http.StatusNotFound, "MCP task not found")
+		return apierror.New(http.StatusNotFound, "MCP task not found")
 	case errors.Is(err, taskservice.ErrNotRunning):
-		return fail(c, http.StatusServiceUnavailable, "MCP task service not available")
+		return apierror.New(http.StatusServiceUnavailable, "MCP task service not available")
 	case err != nil:
 		return err
 	}
@@ -183,25 +184,25 @@ func (s *Server) answerTask(c echo.Context) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || dec.More() {
-		return fail(c, http.StatusBadRequest, `body: must be one JSON object {"action": "accept"|"decline"|"cancel", "content": {...}}`)
+		return apierror.New(http.StatusBadRequest, `body: must be one JSON object {"action": "accept"|"decline"|"cancel", "content": {...}}`)
 	}
 	a := task.Answer{Action: body.Action, Content: body.Content}
 	if err := a.Validate(); err != nil {
-		return fail(c, http.StatusBadRequest, "%s", err.Error()) // names the field, never the content
+		return apierror.New(http.StatusBadRequest, "%s", err.Error()) // names the field, never the content
 	}
 	row, err := s.tasks.Answer(c.Request().Context(), c.Param("task_id"), user, thread, a)
 	var nir *taskstore.NotInputRequiredError
 	switch {
 	case errors.Is(err, taskstore.ErrNotFound):
-		return fail(c, http.StatusNotFound, "MCP task not found")
+		return apierror.New(http.StatusNotFound, "MCP task not found")
 	case errors.Is(err, taskservice.ErrNotRunning):
-		return fail(c, http.StatusServiceUnavailable, "MCP task service not available")
+		return apierror.New(http.StatusServiceUnavailable, "MCP task service not available")
 	case errors.Is(err, taskservice.ErrCannotAnswer):
-		return fail(c, http.StatusUnprocessableEntity, "%s", err.Error())
+		return apierror.New(http.StatusUnprocessableEntity, "%s", err.Error())
 	case errors.Is(err, taskstore.ErrAnswerPending):
-		return fail(c, http.StatusConflict, "An answer to this MCP task is already pending delivery; wait for it to be delivered")
+		return apierror.New(http.StatusConflict, "An answer to this MCP task is already pending delivery; wait for it to be delivered")
 	case errors.As(err, &nir):
-		return fail(c, http.StatusConflict, "%s", nir.Error())
+		return apierror.New(http.StatusConflict, "%s", nir.Error())
 	case err != nil:
 		return err
 	}
