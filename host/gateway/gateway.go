@@ -116,6 +116,11 @@ func New(opts Options) *Server {
 	}
 	s.callSlots, s.streamSlots = newSlots(s.http.MaxCallsPerPrincipal), newSlots(s.http.MaxStreamsPerPrincipal)
 	s.taskTools = tasktools.New(opts.Tasks, log)
+	if s.taskTools.Configured() {
+		// The host tools' names are theirs on both doors: an upstream tool
+		// exposed under one is a name collision (see ReserveHostTools).
+		opts.Cache.ReserveHostTools(tasktools.HostTools())
+	}
 	var specTasks *spectask.Service
 	if opts.Tasks != nil {
 		specTasks = spectask.New(opts.Tasks, log)

@@ -29,6 +29,7 @@ import (
 	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
@@ -107,6 +108,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		MaxResultBytes:     st.MaxResultBytes,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
+	if st.MCPTasks.Enabled {
+		// Before the first discovery, so it is not redone when the gateway
+		// reserves the same names.
+		cache.ReserveHostTools(tasktools.HostTools())
+	}
 	snap, err := cache.Load(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
