@@ -5,10 +5,7 @@
 // failure paths are ordinary Go returns.
 package apierror
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Error is a handler's failure as the API answers it.
 type Error struct {
@@ -34,10 +31,3 @@ func Wrap(err error, code int, format string, args ...any) *Error {
 func (e *Error) Error() string { return e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-// As returns the Error in err's chain, if any.
-func As(err error) (*Error, bool) {
-	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
-}

@@ -18,7 +18,7 @@ type errorBody struct {
 
 // errorHandler writes every error a handler or middleware returns, the one
 // place that does: an *apierror.Error with its status and message (its
-// cause logged when it is the host's fault), Echo's own errors (an unknown
+// cause logged when it is a 500, the host's fault), Echo's own errors (an unknown
 // route, a body over MaxBodyBytes) with theirs, and anything else as a 500
 // that shows nothing of the error.
 func (s *Server) errorHandler(err error, c echo.Context) {
@@ -31,7 +31,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &ae):
 		code, msg = ae.Code, ae.Message
-		if code >= http.StatusInternalServerError && ae.Err != nil {
+		if code == http.StatusInternalServerError && ae.Err != nil {
 			s.log.Error("request failed", "request_id", requestIDFrom(c), "error", dispatch.Redact(ae.Err.Error()))
 		}
 	case errors.As(err, &he):

@@ -40,7 +40,9 @@ type Options struct {
 	Cache  *toolcache.Cache
 	Auth   *principal.Authenticator
 	Logger *slog.Logger
-	// Tasks is the durable task runtime (nil when mcp_tasks is off).
+	// Tasks is the durable task runtime (nil when mcp_tasks is off). With
+	// it, New reserves the host tools' names in Cache (see
+	// toolcache.Cache.ReserveHostTools).
 	Tasks *taskservice.Service
 	// ConfigFile guards extensions_config.json for the config API (nil: the
 	// file the cache resolves, per request; created as ./extensions_config.json
