@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/antler-mcp/antler/host/settings"
 )
@@ -246,27 +245,4 @@ func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null
 func isObject(v json.RawMessage) bool {
 	t := bytes.TrimSpace(v)
 	return len(t) > 0 && t[0] == '{'
-}
-
-func truncateField(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
-
-// jsonProblem describes a decoding error by position and kind, without
-// quoting the input.
-func jsonProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("invalid JSON at byte %d", syn.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("got a JSON %s", typ.Value)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "unexpected end of input"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
 }

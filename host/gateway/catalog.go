@@ -9,13 +9,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/catalog"
 )
 
 // listCatalog answers the tool catalog's pending changes with their diffs.
 func (s *Server) listCatalog(c echo.Context) error {
 	if s.catalog == nil {
-		return fail(c, http.StatusServiceUnavailable, "The tool catalog is not available (no store is open)")
+		return apierror.New(http.StatusServiceUnavailable, "The tool catalog is not available (no store is open)")
 	}
 	pending, err := s.catalog.Pending(c.Request().Context())
 	if err != nil {
@@ -34,7 +35,7 @@ type approveBody struct {
 // rebuilds the tool set, so tools held back appear.
 func (s *Server) approveCatalog(c echo.Context) error {
 	if s.catalog == nil {
-		return fail(c, http.StatusServiceUnavailable, "The tool catalog is not available (no store is open)")
+		return apierror.New(http.StatusServiceUnavailable, "The tool catalog is not available (no store is open)")
 	}
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
@@ -44,14 +45,14 @@ func (s *Server) approveCatalog(c echo.Context) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || dec.More() {
-		return fail(c, http.StatusBadRequest, `body: must be one JSON object {"server": "<name>", "tools"?: ["<tool>", ...]}`)
+		return apierror.New(http.StatusBadRequest, `body: must be one JSON object {"server": "<name>", "tools"?: ["<tool>", ...]}`)
 	}
 	if body.Server == "" {
-		return fail(c, http.StatusBadRequest, "server: must be a non-empty string")
+		return apierror.New(http.StatusBadRequest, "server: must be a non-empty string")
 	}
 	approved, err := s.catalog.Approve(c.Request().Context(), body.Server, body.Tools, principalFrom(c).User)
 	if errors.Is(err, catalog.ErrNothingPending) {
-		return fail(c, http.StatusNotFound, "No pending tool definition to approve on MCP server '%s'", body.Server)
+		return apierror.New(http.StatusNotFound, "No pending tool definition to approve on MCP server '%s'", body.Server)
 	}
 	if err != nil {
 		return err

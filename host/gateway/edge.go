@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
 )
@@ -137,20 +138,20 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if !s.hostAllowed(req.Host) {
-			return fail(c, http.StatusForbidden, "the Host header does not name this host; add the name to http.allowed_hosts in the settings")
+			return apierror.New(http.StatusForbidden, "the Host header does not name this host; add the name to http.allowed_hosts in the settings")
 		}
 		origins := req.Header.Values(echo.HeaderOrigin)
 		if len(origins) > 0 {
 			n, err := settings.NormalizeOrigin(origins[0])
 			if len(origins) > 1 || err != nil || !s.edge.origins[n] {
-				return fail(c, http.StatusForbidden, "cross-origin request refused: the Origin is not in http.allowed_origins")
+				return apierror.New(http.StatusForbidden, "cross-origin request refused: the Origin is not in http.allowed_origins")
 			}
 		} else if site := req.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
 			// A no-cors GET (an <img>, a <script>, a link) carries no
 			// Origin, but a browser marks it with Sec-Fetch-Site: such a
 			// request from another page (another port of localhost is
 			// "same-site") could still start servers or hold streams.
-			return fail(c, http.StatusForbidden, "cross-site request refused: Sec-Fetch-Site is %s and the request names no allowed Origin", site)
+			return apierror.New(http.StatusForbidden, "cross-site request refused: Sec-Fetch-Site is %s and the request names no allowed Origin", site)
 		}
 		// An MCP session's DELETE carries no body and, from the transport's
 		// clients, no Content-Type; a browser cannot send a DELETE without
@@ -159,7 +160,7 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 		if (stateChanging(req.Method) || req.ContentLength != 0) && !mcpDelete {
 			mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
 			if err != nil || mt != echo.MIMEApplicationJSON {
-				return fail(c, http.StatusUnsupportedMediaType, "Content-Type must be application/json, also on a %s without a body", req.Method)
+				return apierror.New(http.StatusUnsupportedMediaType, "Content-Type must be application/json, also on a %s without a body", req.Method)
 			}
 		}
 		return next(c)
@@ -207,9 +208,9 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 		case errors.As(err, &he):
 			return he
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return fail(c, http.StatusRequestTimeout, "the request body did not arrive within http.body_read_timeout (%s)", s.http.BodyReadTimeout)
+			return apierror.New(http.StatusRequestTimeout, "the request body did not arrive within http.body_read_timeout (%s)", s.http.BodyReadTimeout)
 		case err != nil:
-			return fail(c, http.StatusBadRequest, "could not read the request body")
+			return apierror.New(http.StatusBadRequest, "could not read the request body")
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		c.Set(bodyKey, body)
@@ -234,7 +235,7 @@ func (s *Server) callLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		release, ok := s.callSlots.acquire(user)
 		if !ok {
-			return fail(c, http.StatusTooManyRequests, "too many concurrent tool calls: this caller already has %d in flight (http.per_principal.max_concurrent_calls)", s.callSlots.max)
+			return apierror.New(http.StatusTooManyRequests, "too many concurrent tool calls: this caller already has %d in flight (http.per_principal.max_concurrent_calls)", s.callSlots.max)
 		}
 		defer release()
 		return next(c)
@@ -261,7 +262,7 @@ func (s *Server) eventStream(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		release, ok := s.streamSlots.acquire(principalFrom(c).User)
 		if !ok {
-			return fail(c, http.StatusTooManyRequests, "too many open event streams: this caller already has %d open (http.per_principal.max_event_streams)", s.streamSlots.max)
+			return apierror.New(http.StatusTooManyRequests, "too many open event streams: this caller already has %d open (http.per_principal.max_event_streams)", s.streamSlots.max)
 		}
 		defer release()
 		return s.streamWrites(next)(c)

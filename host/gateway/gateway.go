@@ -19,10 +19,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/catalog"
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/configadmin"
 	"github.com/antler-mcp/antler/host/configfile"
-	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/mcpserver"
 	"github.com/antler-mcp/antler/host/principal"
@@ -40,7 +41,9 @@ type Options struct {
 	Cache  *toolcache.Cache
 	Auth   *principal.Authenticator
 	Logger *slog.Logger
-	// Tasks is the durable task runtime (nil when mcp_tasks is off).
+	// Tasks is the durable task runtime (nil when mcp_tasks is off). With
+	// it, New reserves the host tools' names in Cache (see
+	// toolcache.Cache.ReserveHostTools).
 	Tasks *taskservice.Service
 	// ConfigFile guards extensions_config.json for the config API (nil: the
 	// file the cache resolves, per request; created as ./extensions_config.json
@@ -88,11 +91,8 @@ type Server struct {
 	streams     context.Context
 	stopStreams context.CancelFunc
 
-	// cfgFile and policy are the config API's file guard and launch policy
-	// (nil: resolved per request, see configFile and launchPolicy).
-	cfgFile *configfile.File
-	policy  *launchpolicy.Policy
-	envRefs *config.EnvAllowlist
+	// admin is the config admin API behind its routes.
+	admin *configadmin.Admin
 
 	// http, edge, callSlots and streamSlots are the HTTP edge's bounds.
 	http        HTTPOptions
@@ -116,7 +116,9 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, catalog: opts.Catalog, cfgFile: opts.ConfigFile, policy: opts.LaunchPolicy, envRefs: opts.ConfigEnvAllowlist}
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, catalog: opts.Catalog}
+	s.admin = configadmin.New(configadmin.Options{Tools: opts.Cache, File: opts.ConfigFile, LaunchPolicy: opts.LaunchPolicy,
+		EnvAllowlist: opts.ConfigEnvAllowlist, Logger: log})
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.http = opts.HTTP.withDefaults()
 	var edgeErrs []error
@@ -125,6 +127,11 @@ func New(opts Options) *Server {
 	}
 	s.callSlots, s.streamSlots = newSlots(s.http.MaxCallsPerPrincipal), newSlots(s.http.MaxStreamsPerPrincipal)
 	s.taskTools = tasktools.New(opts.Tasks, log)
+	if s.taskTools.Configured() {
+		// The host tools' names are theirs on both doors: an upstream tool
+		// exposed under one is a name collision (see ReserveHostTools).
+		opts.Cache.ReserveHostTools(tasktools.HostTools())
+	}
 	var specTasks *spectask.Service
 	if opts.Tasks != nil {
 		specTasks = spectask.New(opts.Tasks, log)
@@ -283,34 +290,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	return nil
 }
 
-// apiError is the JSON error body.
-type apiError struct {
-	Error string `json:"error"`
-}
-
-func (s *Server) errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	code, msg := http.StatusInternalServerError, "internal error"
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		code = he.Code
-		msg = fmt.Sprint(he.Message)
-		if he.Code == http.StatusRequestEntityTooLarge {
-			msg = fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes)
-		}
-	} else {
-		s.log.Error("request failed", "request_id", requestIDFrom(c), "error", dispatch.Redact(err.Error()))
-	}
-	_ = c.JSON(code, apiError{Error: msg})
-}
-
-// fail answers with a JSON error.
-func fail(c echo.Context, code int, format string, args ...any) error {
-	return c.JSON(code, apiError{Error: fmt.Sprintf(format, args...)})
-}
-
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // requestID takes a well-formed X-Request-ID from the caller or makes one,
@@ -373,13 +352,13 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.auth.Open() {
 			if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
-				return fail(c, http.StatusForbidden, "this gateway has no API keys and serves loopback callers only")
+				return apierror.New(http.StatusForbidden, "this gateway has no API keys and serves loopback callers only")
 			}
 		}
 		p, err := s.auth.Authenticate(c.Request().Header.Get("Authorization"), c.Request().Header.Get("X-API-Key"))
 		if err != nil {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="antler"`)
-			return fail(c, http.StatusUnauthorized, "%s", err.Error())
+			return apierror.Wrap(err, http.StatusUnauthorized, "%s", err.Error())
 		}
 		c.Set(principalKey, p)
 		req := c.Request()
@@ -398,7 +377,7 @@ func principalFrom(c echo.Context) principal.Principal {
 func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if !principalFrom(c).IsAdmin() {
-			return fail(c, http.StatusForbidden, "Admin privileges required to manage MCP configuration.")
+			return apierror.New(http.StatusForbidden, "Admin privileges required to manage MCP configuration.")
 		}
 		return next(c)
 	}

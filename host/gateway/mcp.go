@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/routing"
 	"github.com/antler-mcp/antler/host/tasktools"
@@ -19,7 +20,7 @@ func (s *Server) snapshot(c echo.Context) (*toolcache.Snapshot, error) {
 	snap, err := s.cache.Snapshot(c.Request().Context())
 	if err != nil {
 		s.log.Warn("MCP tools unavailable", "request_id", requestIDFrom(c), "error", err.Error())
-		return nil, fail(c, http.StatusServiceUnavailable, "MCP tools are unavailable: %s", dispatch.Redact(err.Error()))
+		return nil, apierror.New(http.StatusServiceUnavailable, "MCP tools are unavailable: %s", dispatch.Redact(err.Error()))
 	}
 	return snap, nil
 }
@@ -42,11 +43,11 @@ func (s *Server) callTool(c echo.Context) error {
 		if errors.As(err, &he) {
 			return he
 		}
-		return fail(c, http.StatusBadRequest, "could not read the request body")
+		return apierror.New(http.StatusBadRequest, "could not read the request body")
 	}
 	req, err := ParseCallRequest(body)
 	if err != nil {
-		return fail(c, http.StatusBadRequest, "%s", err.Error())
+		return apierror.New(http.StatusBadRequest, "%s", err.Error())
 	}
 	if tasktools.IsHostTool(name) && s.taskTools.Configured() {
 		return s.callHostTool(c, name, req)
@@ -57,7 +58,7 @@ func (s *Server) callTool(c echo.Context) error {
 	}
 	tool, ok := snap.Tool(name)
 	if !ok {
-		return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
+		return apierror.New(http.StatusNotFound, "unknown tool %q", truncateField(name))
 	}
 	if tool.IsDurable() {
 		return s.submitTask(c, tool, req)
@@ -75,7 +76,7 @@ func (s *Server) callTool(c echo.Context) error {
 			return c.JSON(http.StatusOK, tasktools.ErrorResult(ce.Message))
 		}
 		if errors.Is(err, toolcache.ErrUnknownTool) {
-			return fail(c, http.StatusNotFound, "unknown tool %q", truncateField(name))
+			return apierror.New(http.StatusNotFound, "unknown tool %q", truncateField(name))
 		}
 		return err
 	}

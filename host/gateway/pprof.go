@@ -5,6 +5,8 @@ import (
 	"net/http/pprof"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/antler-mcp/antler/host/apierror"
 )
 
 // pprofPrefix is where the profiles are served when Options.Pprof is set.
@@ -29,7 +31,7 @@ func adminOnly(path string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if !principalFrom(c).IsAdmin() {
-				return fail(c, http.StatusForbidden, "Admin privileges required for %s.", path)
+				return apierror.New(http.StatusForbidden, "Admin privileges required for %s.", path)
 			}
 			return next(c)
 		}

@@ -1,20 +1,16 @@
 package gateway
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/settings"
-	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/taskservice"
-	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
@@ -48,162 +44,80 @@ func (s *Server) taskCall(c echo.Context, req CallRequest) dispatch.Request {
 	return dispatch.Request{UserID: s.callerUser(c, req.UserID), ThreadID: req.ThreadID, Arguments: req.Arguments, Secrets: req.Secrets}
 }
 
-// taskItem is a task as listed (see tasktools.Tools.Item).
-func (s *Server) taskItem(r taskstore.Task) map[string]any { return s.taskTools.Item(r) }
-
-func rawOrNull(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
-}
-
-// taskDetail adds the fields of GET .../{task_id}.
-func (s *Server) taskDetail(r taskstore.Task) map[string]any {
-	d := s.taskItem(r)
-	d["last_polled_at"] = tasktools.Timestamp(r.LastPolledAt)
-	d["last_poll_error"] = tasktools.Nullable(task.Truncate(r.LastPollError, task.MaxPublicErrorChars))
-	d["last_cancel_error"] = tasktools.Nullable(task.Truncate(r.LastCancelError, task.MaxPublicErrorChars))
-	d["cancel_attempt_count"] = r.CancelAttemptCount
-	d["notification_status"] = r.NotificationStatus
-	d["notification_error"] = tasktools.Nullable(task.Truncate(r.NotificationError, task.MaxPublicErrorChars))
-	d["notification_attempt_count"] = r.NotificationAttemptCount
-	d["result"] = rawOrNull(r.Result)
-	d["result_preview"] = tasktools.Nullable(r.ResultPreview)
-	d["result_truncated"] = r.ResultTruncated
-	d["result_artifact"] = rawOrNull(r.ResultArtifact)
-	d["input_required"] = rawOrNull(r.InputRequired)
-	d["answer"] = s.answerView(r)
-	return d
-}
-
-// answerView is the state of a task's latest answer, never its content:
-// null when the task never had one, else {status: pending|delivered|
-// refused|abandoned, recorded_at, last_error}, and can_answer whether the
-// task's driver takes answers at all.
-func (s *Server) answerView(r taskstore.Task) map[string]any {
-	v := map[string]any{"can_answer": s.tasks.CanAnswer(r), "status": nil, "recorded_at": nil, "last_error": nil}
-	if r.AnswerStatus != "" {
-		v["status"] = r.AnswerStatus
-		v["recorded_at"] = tasktools.Timestamp(r.AnswerRecordedAt)
-		v["last_error"] = tasktools.Nullable(task.Truncate(r.AnswerError, task.MaxPublicErrorChars))
-	}
-	return v
-}
+// The task endpoints (/api/threads/{thread_id}/mcp-tasks...): the views and
+// their refusals are the task runtime's (taskservice).
 
 // taskScope checks the thread id and the runtime for the task endpoints.
-func (s *Server) taskScope(c echo.Context) (user, thread string, ok bool, err error) {
+func (s *Server) taskScope(c echo.Context) (user, thread string, err error) {
 	thread = c.Param("thread_id")
 	if verr := settings.ValidateUserID(thread); verr != nil {
-		return "", "", false, fail(c, http.StatusBadRequest, "thread_id: %v", verr)
+		return "", "", apierror.New(http.StatusBadRequest, "thread_id: %v", verr)
 	}
 	if s.tasks == nil || !s.tasks.Running() {
-		return "", "", false, fail(c, http.StatusServiceUnavailable, "MCP task service not available")
+		return "", "", apierror.New(http.StatusServiceUnavailable, taskservice.Unavailable)
 	}
-	return principalFrom(c).User, thread, true, nil
+	return principalFrom(c).User, thread, nil
+}
+
+// taskAnswer writes a task view.
+func taskAnswer(c echo.Context, view map[string]any, err error) error {
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, view)
 }
 
 func (s *Server) listTasks(c echo.Context) error {
-	user, thread, ok, err := s.taskScope(c)
-	if !ok {
+	user, thread, err := s.taskScope(c)
+	if err != nil {
 		return err
 	}
 	limit := 50
 	if v := c.QueryParam("limit"); v != "" {
 		n, perr := strconv.Atoi(v)
 		if perr != nil || n < 1 || n > 100 {
-			return fail(c, http.StatusBadRequest, "limit: must be a whole number from 1 to 100")
+			return apierror.New(http.StatusBadRequest, "limit: must be a whole number from 1 to 100")
 		}
 		limit = n
 	}
-	rows, err := s.tasks.List(c.Request().Context(), thread, user, limit, false)
-	if err != nil {
-		return err
-	}
-	items := make([]map[string]any, 0, len(rows))
-	for _, r := range rows {
-		items = append(items, s.taskItem(r))
-	}
-	return c.JSON(http.StatusOK, map[string]any{"tasks": items})
+	view, err := s.tasks.ListView(c.Request().Context(), thread, user, limit)
+	return taskAnswer(c, view, err)
 }
 
 func (s *Server) getTask(c echo.Context) error {
-	user, thread, ok, err := s.taskScope(c)
-	if !ok {
-		return err
-	}
-	row, err := s.tasks.Get(c.Request().Context(), c.Param("task_id"), user, thread)
-	if errors.Is(err, taskstore.ErrNotFound) {
-		return fail(c, http.StatusNotFound, "MCP task not found")
-	}
+	user, thread, err := s.taskScope(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.taskDetail(row))
+	view, err := s.tasks.DetailView(c.Request().Context(), c.Param("task_id"), user, thread)
+	return taskAnswer(c, view, err)
 }
 
 func (s *Server) cancelTask(c echo.Context) error {
-	user, thread, ok, err := s.taskScope(c)
-	if !ok {
+	user, thread, err := s.taskScope(c)
+	if err != nil {
 		return err
 	}
-	row, err := s.tasks.Cancel(c.Request().Context(), c.Param("task_id"), user, thread)
-	switch {
-	case errors.Is(err, taskstore.ErrNotFound):
-		return fail(c, http.StatusNotFound, "MCP task not found")
-	case errors.Is(err, taskservice.ErrNotRunning):
-		return fail(c, http.StatusServiceUnavailable, "MCP task service not available")
-	case err != nil:
-		return err
-	}
-	return c.JSON(http.StatusOK, s.taskDetail(row))
-}
-
-// answerBody is the body of POST .../{task_id}/input: an elicitation
-// result's shape.
-type answerBody struct {
-	Action  string          `json:"action"`
-	Content json.RawMessage `json:"content"`
+	view, err := s.tasks.CancelView(c.Request().Context(), c.Param("task_id"), user, thread)
+	return taskAnswer(c, view, err)
 }
 
 // answerTask records the caller's answer to their task waiting for input
-// (see taskservice.Service.Answer) and returns the task, now working with
-// the answer pending. The answer's content is the user's data: no response
-// or log line quotes it.
+// (see taskservice.Service.AnswerView). The answer's content is the user's
+// data: no response or log line quotes it.
 func (s *Server) answerTask(c echo.Context) error {
-	user, thread, ok, err := s.taskScope(c)
-	if !ok {
+	user, thread, err := s.taskScope(c)
+	if err != nil {
 		return err
 	}
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		return err
 	}
-	var body answerBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil || dec.More() {
-		return fail(c, http.StatusBadRequest, `body: must be one JSON object {"action": "accept"|"decline"|"cancel", "content": {...}}`)
-	}
-	a := task.Answer{Action: body.Action, Content: body.Content}
-	if err := a.Validate(); err != nil {
-		return fail(c, http.StatusBadRequest, "%s", err.Error()) // names the field, never the content
-	}
-	row, err := s.tasks.Answer(c.Request().Context(), c.Param("task_id"), user, thread, a)
-	var nir *taskstore.NotInputRequiredError
-	switch {
-	case errors.Is(err, taskstore.ErrNotFound):
-		return fail(c, http.StatusNotFound, "MCP task not found")
-	case errors.Is(err, taskservice.ErrNotRunning):
-		return fail(c, http.StatusServiceUnavailable, "MCP task service not available")
-	case errors.Is(err, taskservice.ErrCannotAnswer):
-		return fail(c, http.StatusUnprocessableEntity, "%s", err.Error())
-	case errors.Is(err, taskstore.ErrAnswerPending):
-		return fail(c, http.StatusConflict, "An answer to this MCP task is already pending delivery; wait for it to be delivered")
-	case errors.As(err, &nir):
-		return fail(c, http.StatusConflict, "%s", nir.Error())
-	case err != nil:
+	a, err := taskservice.DecodeAnswer(raw)
+	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.taskDetail(row))
+	view, err := s.tasks.AnswerView(c.Request().Context(), c.Param("task_id"), user, thread, a)
+	return taskAnswer(c, view, err)
 }

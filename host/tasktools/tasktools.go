@@ -10,14 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
-	"time"
 
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/task"
-	"github.com/antler-mcp/antler/host/task/ordinary"
-	"github.com/antler-mcp/antler/host/task/spectasks"
-	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -30,7 +25,7 @@ const (
 )
 
 // DefaultThread is the thread of a call that names none.
-const DefaultThread = "default"
+const DefaultThread = taskservice.DefaultThread
 
 // RuntimeOff is the model-safe answer while the task runtime is not running.
 const RuntimeOff = "The MCP task runtime is not initialized. Enable mcp_tasks in antler.yaml (with a SQL database) to use durable task tools."
@@ -116,7 +111,7 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.R
 	if !t.Running() {
 		return ErrorResult(RuntimeOff), nil
 	}
-	row, err := t.svc.Submit(ctx, DriverName(tool), SubmitRequest(tool, call))
+	row, err := t.svc.SubmitTool(ctx, tool, call)
 	if err != nil {
 		t.log.Warn("MCP task submit failed", "server", tool.Server, "user", call.UserID, "error", dispatch.Redact(err.Error()))
 		return ErrorResult(SubmitFailure(err)), nil
@@ -132,40 +127,14 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.R
 	return StructuredResult(out), nil
 }
 
-// SubmitRequest is the durable task a call of tool (a task_toolset submit
-// tool, or a tool its server runs as an MCP task) stands for: the same on
-// every door and in every task dialect. An MCP task tool's task is named
-// after the tool as agents see it.
+// SubmitRequest is taskservice.SubmitRequest, for the doors that submit
+// themselves.
 func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitRequest {
-	req := task.SubmitRequest{
-		UserID: call.UserID, ThreadID: thread(call), ServerName: tool.Server,
-		Arguments: call.Arguments, Secrets: call.Secrets,
-	}
-	if tool.TaskToolset != nil {
-		req.TaskName = tool.TaskToolset.Name
-		req.DriverData = ordinary.DriverData(tool.TaskToolset.SubmitTool, tool.TaskToolset.StatusTool, tool.TaskToolset.CancelTool)
-		if r := tool.TaskToolset.RespondTool; r != "" {
-			req.DriverData[ordinary.RespondToolKey] = r
-		}
-		return req
-	}
-	req.TaskName = tool.Name
-	req.DriverData = spectasks.DriverData(tool.OriginalName, tool.TaskTTL)
-	return req
+	return taskservice.SubmitRequest(tool, call)
 }
 
-// DriverName is the task driver of a durable tool (see SubmitRequest).
-func DriverName(tool toolcache.Tool) string {
-	switch {
-	case tool.TaskToolset != nil:
-		return taskplugin.DriverName(tool.Server, tool.TaskToolset)
-	case tool.ServerDriver:
-		return taskplugin.ServerDriverName(tool.Server)
-	case tool.TaskExtension:
-		return spectasks.ExtensionName
-	}
-	return spectasks.Name
-}
+// DriverName is taskservice.DriverName.
+func DriverName(tool toolcache.Tool) string { return taskservice.DriverName(tool) }
 
 // SubmitFailure is the model-safe text of a failed submit: redacted,
 // truncated, and never the remote task id.
@@ -202,7 +171,7 @@ func (t *Tools) CallHostTool(ctx context.Context, name string, call dispatch.Req
 		}
 		items := make([]map[string]any, 0, len(rows))
 		for _, r := range rows {
-			items = append(items, t.Item(r))
+			items = append(items, t.svc.Item(r))
 		}
 		return StructuredResult(map[string]any{"tasks": items, "count": len(items)}), nil
 	}
@@ -215,40 +184,7 @@ func (t *Tools) CallHostTool(ctx context.Context, name string, call dispatch.Req
 		return nil, err
 	}
 	return StructuredResult(map[string]any{
-		"cancelled": row.Status == "cancelled", "task": t.Item(row),
+		"cancelled": row.Status == "cancelled", "task": t.svc.Item(row),
 		"message": "Cancellation requested. Antler will keep retrying safely if the remote server is temporarily unavailable.",
 	}), nil
-}
-
-// neutralize keeps a task name (chosen by operators, shown to models) from
-// forging prompt structure.
-func neutralize(s string) string {
-	return strings.NewReplacer("<", "‹", ">", "›").Replace(s)
-}
-
-// Timestamp renders a task time for agents (null when unset).
-func Timestamp(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
-// Nullable is s, or null when empty.
-func Nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-// Item is a task as listed: never its remote id, driver data or server.
-func (t *Tools) Item(r taskstore.Task) map[string]any {
-	return map[string]any{
-		"task_id": r.ID, "task_name": neutralize(r.TaskName), "status": r.Status,
-		"created_at": Timestamp(r.CreatedAt), "updated_at": Timestamp(r.UpdatedAt),
-		"error":             Nullable(task.Truncate(r.Error, task.MaxPublicErrorChars)),
-		"tracking_degraded": r.ConsecutivePollErrorCount >= t.svc.TrackingDegradedAfter(),
-		"cancel_requested":  !r.CancelRequestedAt.IsZero(),
-	}
 }

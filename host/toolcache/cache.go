@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -163,6 +164,9 @@ type Cache struct {
 
 	listenMu  sync.Mutex
 	listeners []func(dispatch.Notification)
+
+	// hostTools are the tools the host serves itself (see ReserveHostTools).
+	hostTools atomic.Pointer[[]Tool]
 }
 
 // OnNotification adds fn to the receivers of every server's unsolicited
@@ -334,6 +338,33 @@ func (c *Cache) Rebuild() {
 	if retired != nil {
 		retired.close()
 	}
+}
+
+// ReserveHostTools names the tools the host serves itself (the task
+// runtime's list_background_tasks and cancel_background_task): they take
+// their names before any server's, so an upstream tool exposed under one of
+// them is a name collision like any other (reported in its server's
+// conflicts, kept from the host tool's Server) and is neither listed nor
+// called. The host tools are not in the snapshot: the doors list and answer
+// them. A change retires the published tools, as Rebuild does; the same
+// names again change nothing.
+func (c *Cache) ReserveHostTools(tools []Tool) {
+	c.mu.Lock()
+	if old := c.hostTools.Load(); old != nil && sameToolNames(*old, tools) || old == nil && len(tools) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	tools = slices.Clone(tools)
+	c.hostTools.Store(&tools)
+	retired := c.retireLocked()
+	c.mu.Unlock()
+	if retired != nil {
+		retired.close()
+	}
+}
+
+func sameToolNames(a, b []Tool) bool {
+	return slices.EqualFunc(a, b, func(x, y Tool) bool { return x.Name == y.Name && x.Server == y.Server })
 }
 
 // RetireThread closes thread's stdio sessions that no durable task pins
@@ -545,7 +576,11 @@ func (c *Cache) discover() (snap *Snapshot, path string, sig config.Signature, d
 	if err != nil {
 		return fail(err)
 	}
-	snap = build(ext, c.opts, c.log, loaded, c.pool, c.watcher, c.notify)
+	var reserved []Tool
+	if p := c.hostTools.Load(); p != nil {
+		reserved = *p
+	}
+	snap = build(ext, c.opts, reserved, c.log, loaded, c.pool, c.watcher, c.notify)
 	snap.ConfigPath = path
 	snap.TaskDrivers = ext.TaskDrivers()
 	snap.Warnings = append(append([]string(nil), snap.Warnings...), warnings...)
@@ -722,7 +757,7 @@ func (c *Cache) pluginsChangedLocked(st *state) bool {
 
 // build connects to every enabled server concurrently and assembles the
 // snapshot in configuration order.
-func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], watcher *virtualpath.Watcher, notify func(dispatch.Notification)) *Snapshot {
+func build(ext *config.Extensions, opts Options, reserved []Tool, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], watcher *virtualpath.Watcher, notify func(dispatch.Notification)) *Snapshot {
 	servers := ext.Enabled()
 	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log, OnFetch: opts.Metrics.OAuthFetch})
 	// uoptsFor gives each server its base headers: static, plus the cached
@@ -831,6 +866,9 @@ func build(ext *config.Extensions, opts Options, log *slog.Logger, loaded []*plu
 		log:          log,
 	}
 	owner := map[string]string{} // exposed name → server
+	for _, t := range reserved {
+		owner[t.Name] = t.Server
+	}
 	for i, srv := range servers {
 		st := ServerStatus{Name: srv.Name, Transport: srv.Type, CatalogDrifted: pinned[i].Drifted, CatalogHeld: pinned[i].Held}
 		r := results[i]

@@ -34,6 +34,7 @@ import (
 	"github.com/antler-mcp/antler/host/taskplugin"
 	"github.com/antler-mcp/antler/host/taskservice"
 	"github.com/antler-mcp/antler/host/taskstore"
+	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
 )
 
@@ -168,6 +169,11 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		Catalog:            cat,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
+	if st.MCPTasks.Enabled {
+		// Before the first discovery, so it is not redone when the gateway
+		// reserves the same names.
+		cache.ReserveHostTools(tasktools.HostTools())
+	}
 	snap, err := cache.Load(ctx)
 	done()
 	if err != nil {
