@@ -22,9 +22,11 @@ import (
 	"path/filepath"
 
 	"github.com/antler-mcp/antler/host/apierror"
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/configfile"
 	"github.com/antler-mcp/antler/host/launchpolicy"
+	"github.com/antler-mcp/antler/host/metrics"
 )
 
 // Tools is the tool set the file feeds: where it finds the file, and a
@@ -50,6 +52,11 @@ type Options struct {
 	// config.EnvAllowlistFromEnv(os.LookupEnv), read per request).
 	EnvAllowlist *config.EnvAllowlist
 	Logger       *slog.Logger
+	// Audit, when set, records every edit written: who (WithActor), what
+	// changed (field names, never values).
+	Audit *audit.Logger
+	// Metrics, when set, counts refused edits by reason.
+	Metrics *metrics.Metrics
 }
 
 // Admin serves the config admin API over one configuration file.

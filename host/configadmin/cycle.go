@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/antler-mcp/antler/host/apierror"
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/dispatch"
 	"github.com/antler-mcp/antler/host/envvar"
@@ -37,7 +38,10 @@ func (a *Admin) mutate(ctx context.Context, m mutation) (Servers, error) {
 	}
 	policy := a.launchPolicy()
 	allow := a.envAllowlist()
-	var servers *config.Object
+	var (
+		servers *config.Object
+		edited  []audit.ServerChange
+	)
 	err = file.Update(ctx, func(current []byte, exists bool) ([]byte, error) {
 		if !exists && !m.create {
 			return nil, apierror.New(http.StatusNotFound, "%s", m.missing)
@@ -95,11 +99,16 @@ func (a *Admin) mutate(ctx context.Context, m mutation) (Servers, error) {
 			return nil, err
 		}
 		servers = maskedServers(data, doc)
+		edited = changes(before, ext)
 		return data, nil
 	}, a.opts.Tools.Rebuild) // only the sessions of servers whose launch changed are retired
 	if err != nil {
-		return Servers{}, answer(err, m.failure)
+		err = answer(err, m.failure)
+		a.opts.Metrics.ConfigEditRejected(rejection(err))
+		return Servers{}, err
 	}
+	user, action := actorOf(ctx)
+	a.opts.Audit.ConfigChange(user, action, file.Path(), edited)
 	return Servers{MCPServers: servers}, nil
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 
@@ -19,19 +20,19 @@ func (s *Server) getConfig(c echo.Context) error {
 }
 
 func (s *Server) putConfig(c echo.Context) error {
-	return configAnswer(c)(s.admin.Replace(c.Request().Context(), c.Request().Body))
+	return configAnswer(c)(s.admin.Replace(editCtx(c), c.Request().Body))
 }
 
 func (s *Server) patchConfig(c echo.Context) error {
-	return configAnswer(c)(s.admin.SetEnabled(c.Request().Context(), c.Request().Body))
+	return configAnswer(c)(s.admin.SetEnabled(editCtx(c), c.Request().Body))
 }
 
 func (s *Server) addServers(c echo.Context) error {
-	return configAnswer(c)(s.admin.Add(c.Request().Context(), c.Request().Body))
+	return configAnswer(c)(s.admin.Add(editCtx(c), c.Request().Body))
 }
 
 func (s *Server) putServer(c echo.Context) error {
-	return configAnswer(c)(s.admin.ReplaceServer(c.Request().Context(), c.Request().Body))
+	return configAnswer(c)(s.admin.ReplaceServer(editCtx(c), c.Request().Body))
 }
 
 // deleteServer answers DELETE /api/mcp/config/servers/{name}; the name is
@@ -46,7 +47,7 @@ func (s *Server) deleteServer(c echo.Context) error {
 		}
 		name = n
 	}
-	return configAnswer(c)(s.admin.Delete(c.Request().Context(), name))
+	return configAnswer(c)(s.admin.Delete(editCtx(c), name))
 }
 
 // configAnswer writes a config admin method's answer.
@@ -57,4 +58,11 @@ func configAnswer(c echo.Context) func(configadmin.Servers, error) error {
 		}
 		return c.JSON(http.StatusOK, res)
 	}
+}
+
+// editCtx is the request's context naming who edits and through which
+// route, for the audit log.
+func editCtx(c echo.Context) context.Context {
+	r := c.Request()
+	return configadmin.WithActor(r.Context(), principalFrom(c).User, r.Method+" "+c.Path())
 }

@@ -20,12 +20,14 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/antler-mcp/antler/host/apierror"
+	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/catalog"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/configadmin"
 	"github.com/antler-mcp/antler/host/configfile"
 	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/mcpserver"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/spectask"
 	"github.com/antler-mcp/antler/host/taskservice"
@@ -67,9 +69,13 @@ type Options struct {
 	// Catalog, when set, serves the tool catalog's admin API
 	// (/api/mcp/catalog); without it those routes answer 503.
 	Catalog *catalog.Catalog
-	// Metrics, when set, is served at GET /metrics to admin principals
-	// (settings metrics: true without a metrics_listen of its own).
-	Metrics http.Handler
+	// Metrics, when set, counts refused config edits; with ServeMetrics it
+	// is also served at GET /metrics to admin principals (settings metrics:
+	// true without a metrics_listen of its own).
+	Metrics      *metrics.Metrics
+	ServeMetrics bool
+	// Audit, when set, records every config edit.
+	Audit *audit.Logger
 }
 
 // Server is the gateway.
@@ -118,7 +124,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, catalog: opts.Catalog}
 	s.admin = configadmin.New(configadmin.Options{Tools: opts.Cache, File: opts.ConfigFile, LaunchPolicy: opts.LaunchPolicy,
-		EnvAllowlist: opts.ConfigEnvAllowlist, Logger: log})
+		EnvAllowlist: opts.ConfigEnvAllowlist, Logger: log, Audit: opts.Audit, Metrics: opts.Metrics})
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.http = opts.HTTP.withDefaults()
 	var edgeErrs []error
@@ -191,8 +197,8 @@ func New(opts Options) *Server {
 	if opts.Pprof {
 		s.routePprof()
 	}
-	if opts.Metrics != nil {
-		root.GET(metricsPath, echo.WrapHandler(opts.Metrics), s.authenticate, adminOnly(metricsPath))
+	if opts.Metrics != nil && opts.ServeMetrics {
+		root.GET(metricsPath, echo.WrapHandler(opts.Metrics.Handler()), s.authenticate, adminOnly(metricsPath))
 	}
 	return s
 }

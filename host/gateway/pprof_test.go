@@ -52,7 +52,7 @@ func TestPprof(t *testing.T) {
 			t.Cleanup(cache.Close)
 			opts := gateway.Options{Cache: cache, Auth: principal.New(keys), Pprof: tc.pprof}
 			if tc.metrics {
-				opts.Metrics = metrics.New().Handler()
+				opts.Metrics, opts.ServeMetrics = metrics.New(), true
 			}
 			srv := httptest.NewServer(gateway.New(opts).Handler())
 			t.Cleanup(srv.Close)

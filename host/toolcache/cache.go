@@ -159,8 +159,10 @@ type Cache struct {
 	signer     config.Signer     // guarded by mu
 	slices     map[string][]byte // stdio servers' settings in the published snapshot
 	generation uint64
-	inflight   *discovery
-	closed     bool
+	// served is set once a snapshot has been published.
+	served   bool
+	inflight *discovery
+	closed   bool
 
 	listenMu  sync.Mutex
 	listeners []func(dispatch.Notification)
@@ -470,6 +472,9 @@ func (c *Cache) retireLocked() *Snapshot {
 func (c *Cache) startLocked(retired *Snapshot) {
 	d := &discovery{generation: c.generation, done: make(chan struct{})}
 	c.inflight = d
+	// A discovery after tools were once served is a reload (a changed
+	// file, a config API edit, a reset), counted by the metrics.
+	reload := c.served
 	go func() {
 		defer close(d.done)
 		if retired != nil {
@@ -492,15 +497,16 @@ func (c *Cache) startLocked(retired *Snapshot) {
 			if snap != nil {
 				snap.close()
 			}
-			if retired != nil && !errors.Is(err, errSuperseded) {
+			if reload && !errors.Is(err, errSuperseded) {
 				c.opts.Metrics.ConfigReload(metrics.ReloadRejected)
 			}
 			d.err = err
 			return
 		}
-		if retired != nil {
+		if reload {
 			c.opts.Metrics.ConfigReload(metrics.ReloadApplied)
 		}
+		c.served = true
 		c.generation++
 		snap.Generation = c.generation
 		// Sessions of a stdio server whose settings changed (or that is gone)

@@ -56,6 +56,13 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if code, res := host.do("PATCH", "/api/mcp/config", `{"server_name": "reports", "enabled": false}`); code != 200 {
+		t.Fatalf("PATCH: %d %v", code, res)
+	}
+	host.do("GET", "/api/mcp/tools", "") // the edit's rebuild: a reload applied
+	if code, _ := host.do("POST", "/api/mcp/config/servers", `{"mcp_servers": {"bad": {"type": "stdio", "routing": {"mode": "always"}}}}`); code != 400 {
+		t.Fatalf("an invalid POST: %d, want 400", code)
+	}
 	write(t, cfg, `{"mcpServers": {"demo": {"command": 42}}}`) // an edit that does not load
 	host.do("GET", "/api/mcp/tools", "")
 
@@ -64,7 +71,7 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 		t.Errorf("with metrics_listen set, the main listener's /metrics answered %d, want 404", code)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^antler_discovery_duration_seconds_count\{server="demo"\} 1$`),
+		regexp.MustCompile(`(?m)^antler_discovery_duration_seconds_count\{server="demo"\} 2$`),
 		regexp.MustCompile(`(?m)^antler_discovery_duration_seconds_count\{server="reports"\} 1$`),
 		regexp.MustCompile(`(?m)^antler_stdio_session_events_total\{event="started",server="demo"\} 1$`),
 		regexp.MustCompile(`(?m)^antler_stdio_sessions\{server="demo"\} 1$`),
@@ -73,7 +80,9 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 		regexp.MustCompile(`(?m)^antler_tasks_tracking_degraded 0$`),
 		regexp.MustCompile(`(?m)^antler_task_answers_pending 0$`),
 		regexp.MustCompile(`(?m)^antler_task_notification_deliveries_total\{outcome="delivered"\} [1-9]`),
+		regexp.MustCompile(`(?m)^antler_config_reloads_total\{outcome="applied"\} 1$`),
 		regexp.MustCompile(`(?m)^antler_config_reloads_total\{outcome="rejected"\} 1$`),
+		regexp.MustCompile(`(?m)^antler_config_edits_rejected_total\{reason="invalid"\} 1$`),
 	} {
 		if !want.MatchString(body) {
 			t.Errorf("scrape lacks %s", want)
@@ -114,10 +123,14 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 		{"event": "stdio.launch", "server": "reports", "command": reports, "user": "default", "thread": "thread-canary"},
 		{"event": "task", "change": "created", "task_id": id, "user": "default", "thread": "thread-canary", "server": "reports", "to": "submitted"},
 		{"event": "task", "change": "status", "task_id": id, "to": "completed"},
+		{"event": "config.change", "actor": "default", "action": "PATCH /api/mcp/config", "config_path": cfg},
 	} {
 		if !has(want) {
 			t.Errorf("audit log lacks %v:\n%s", want, data)
 		}
+	}
+	if !strings.Contains(string(data), `"changes":[{"server":"reports","change":"updated","fields":["enabled"]}]`) {
+		t.Errorf("the config change does not name its field:\n%s", data)
 	}
 	for _, never := range []string{"secret-argument-canary", hookSecret} {
 		if strings.Contains(string(data), never) {

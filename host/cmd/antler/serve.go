@@ -205,9 +205,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks, Catalog: cat,
 		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString(),
 		Pprof: st.Debug.Pprof}
-	if m != nil && st.MetricsListen == "" {
-		gopts.Metrics = m.Handler()
-	}
+	gopts.Metrics, gopts.ServeMetrics, gopts.Audit = m, st.MetricsListen == "", auditLog
 	srv := gateway.New(gopts)
 	if m != nil && st.MetricsListen != "" {
 		stopMetrics, err := serveMetrics(st.MetricsListen, m, log)
