@@ -1,12 +1,17 @@
 package dashboard_test
 
 import (
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,5 +121,66 @@ func TestAssetsHaveNoInlineCodeOrRemoteURL(t *testing.T) {
 	})
 	if err != nil || n < 4 {
 		t.Fatalf("walked %d assets: %v", n, err)
+	}
+}
+
+// The plugins page reads antler_plugin_calls_total and
+// antler_plugin_call_duration_seconds from Prometheus text (assets/metrics.js,
+// run in Node): calls and failures per plugin, role and carrier, the mean
+// latency and the bucket holding the 95th percentile; other series and
+// escaped label values do not confuse it.
+func TestPluginRowsFromMetrics(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not on PATH")
+		}
+		t.Skip("node is not on PATH")
+	}
+	const text = `# HELP antler_plugin_calls_total Plugin calls.
+# TYPE antler_plugin_calls_total counter
+antler_plugin_calls_total{carrier="wasm",outcome="ok",plugin="mcpInterceptors[0]",role="interceptor"} 8
+antler_plugin_calls_total{carrier="wasm",outcome="failed",plugin="mcpInterceptors[0]",role="interceptor"} 2
+antler_plugin_calls_total{carrier="process",outcome="ok",plugin="jobs \"x\"",role="driver"} 1
+antler_plugin_call_duration_seconds_bucket{carrier="wasm",plugin="mcpInterceptors[0]",role="interceptor",le="0.001"} 5
+antler_plugin_call_duration_seconds_bucket{carrier="wasm",plugin="mcpInterceptors[0]",role="interceptor",le="0.01"} 9
+antler_plugin_call_duration_seconds_bucket{carrier="wasm",plugin="mcpInterceptors[0]",role="interceptor",le="0.1"} 10
+antler_plugin_call_duration_seconds_bucket{carrier="wasm",plugin="mcpInterceptors[0]",role="interceptor",le="+Inf"} 10
+antler_plugin_call_duration_seconds_sum{carrier="wasm",plugin="mcpInterceptors[0]",role="interceptor"} 0.05
+antler_plugin_call_duration_seconds_count{carrier="wasm",plugin="mcpInterceptors[0]",role="interceptor"} 10
+antler_tool_calls_total{door="rest",outcome="ok",server="demo"} 4
+`
+	dir, err := filepath.Abs("assets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import { parseMetrics, pluginRows } from ` + strconv.Quote("file://"+filepath.Join(dir, "metrics.js")) + `;
+let text = ''; for await (const c of process.stdin) text += c;
+console.log(JSON.stringify(pluginRows(parseMetrics(text))));`
+	cmd := exec.Command("node", "--input-type=module", "-e", script)
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v %s", err, out)
+	}
+	type row struct {
+		Plugin, Role, Carrier string
+		Calls, Failures       float64
+		Mean, P95             *float64
+	}
+	var rows []row
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("rows %s", out)
+	}
+	drv, ic := rows[0], rows[1]
+	if drv.Plugin != `jobs "x"` || drv.Role != "driver" || drv.Calls != 1 || drv.Failures != 0 || drv.Mean != nil || drv.P95 != nil {
+		t.Errorf("driver row %+v", drv)
+	}
+	if ic.Plugin != "mcpInterceptors[0]" || ic.Carrier != "wasm" || ic.Calls != 10 || ic.Failures != 2 ||
+		ic.Mean == nil || *ic.Mean != 0.005 || ic.P95 == nil || *ic.P95 != 0.1 {
+		t.Errorf("interceptor row %+v (%s)", ic, out)
 	}
 }

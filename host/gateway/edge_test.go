@@ -46,6 +46,15 @@ func serveEdge(t *testing.T, gw *gateway.Server) string {
 	return ln.Addr().String()
 }
 
+// serveKeyed serves a gateway over an empty config with keys and the edge
+// options o, and returns its address.
+func serveKeyed(t *testing.T, keys []settings.Key, o gateway.HTTPOptions) string {
+	t.Helper()
+	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
+	t.Cleanup(cache.Close)
+	return serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: o}))
+}
+
 // edgeRequest is one request as a browser page or a client would send it.
 type edgeRequest struct {
 	method, path, body string
@@ -174,11 +183,8 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 // and pages the operator lists, and to IP literals; nothing else.
 func TestAllowedHostsAndOrigins(t *testing.T) {
 	t.Parallel()
-	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
-	t.Cleanup(cache.Close)
-	keys := []settings.Key{{Key: "k-alice", User: "alice", Role: settings.RoleAgent}}
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: gateway.HTTPOptions{
-		AllowedHosts: []string{"antler.internal", "*.corp.example:8443"}, AllowedOrigins: []string{"https://App.Example.com:443"}}}))
+	addr := serveKeyed(t, []settings.Key{{Key: "k-alice", User: "alice", Role: settings.RoleAgent}}, gateway.HTTPOptions{
+		AllowedHosts: []string{"antler.internal", "*.corp.example:8443"}, AllowedOrigins: []string{"https://App.Example.com:443"}})
 	get := func(host, origin string) edgeRequest {
 		return edgeRequest{method: "GET", path: "/api/mcp/tools", host: host, origin: origin, key: "k-alice"}
 	}
@@ -220,11 +226,8 @@ func TestAllowedHostsAndOrigins(t *testing.T) {
 // name and is refused, while a listed name's own page is served.
 func TestOwnPageOriginUnderWildcardHosts(t *testing.T) {
 	t.Parallel()
-	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
-	t.Cleanup(cache.Close)
-	keys := []settings.Key{{Key: "k-admin", User: "root", Role: settings.RoleAdmin}}
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: gateway.HTTPOptions{
-		AllowedHosts: []string{"*", "antler.internal"}}}))
+	addr := serveKeyed(t, []settings.Key{{Key: "k-admin", User: "root", Role: settings.RoleAdmin}}, gateway.HTTPOptions{
+		AllowedHosts: []string{"*", "antler.internal"}})
 	_, port, _ := net.SplitHostPort(addr)
 	reset := func(host string) edgeRequest {
 		return edgeRequest{method: "POST", path: "/api/mcp/cache/reset", contentType: "application/json", key: "k-admin",

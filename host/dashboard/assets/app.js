@@ -287,6 +287,7 @@ async function catalogPage() {
     await catalogPage();
     note(`approved on ${r.data.server}: ${(r.data.approved || []).join(', ') || 'nothing'}`, false);
   };
+  const plain = (v) => (typeof v === 'string' ? v : v === undefined ? '(absent)' : pretty(v));
   const field = (def, f) => (def && typeof def === 'object' ? def[f] : undefined);
   const sections = [...byServer].map(([server, items]) =>
     el('section', { class: 'catalog-server', 'data-server': server },
@@ -301,8 +302,8 @@ async function catalogPage() {
           el('tbody', {}, ((p.fields && p.fields.length) ? p.fields : ['(whole definition)']).map((f) => {
             const whole = f === '(whole definition)';
             return el('tr', {}, el('td', {}, f),
-              el('td', {}, el('pre', { class: 'old' }, p.approved === null ? '(none)' : pretty(whole ? p.approved : field(p.approved, f)))),
-              el('td', {}, el('pre', { class: 'new' }, pretty(whole ? p.proposed : field(p.proposed, f)))));
+              el('td', {}, el('pre', { class: 'old' }, p.approved === null ? '(none)' : plain(whole ? p.approved : field(p.approved, f)))),
+              el('td', {}, el('pre', { class: 'new' }, plain(whole ? p.proposed : field(p.proposed, f)))));
           })))))));
   show(el('section', { 'data-state': 'available' },
     el('h2', {}, `Pending catalog changes (${pending.length})`),
