@@ -63,7 +63,7 @@ try {
   };
   const callTool = async (tool, args) => {
     const card = page.locator(`details[data-tool="${tool}"]`);
-    await card.locator('summary').click();
+    if (!(await card.evaluate((d) => d.open))) await card.locator('summary').click();
     await card.locator('textarea.args').fill(JSON.stringify(args));
     await card.locator('form.try button[type="submit"]').click();
     await card.locator('.call-status', { hasText: /done|error|:/ }).waitFor();
@@ -107,6 +107,32 @@ try {
   await row.click();
   await page.waitForSelector(`#task-detail section[data-task="${adminTask}"]`);
   await shot('tasks');
+
+  step = 'answer a question';
+  await go('tools');
+  const asked = await callTool('reports_submit_report', { topic: 'asked report', delay_ms: 0, ask: 'Who reads the report?' });
+  const askedTask = (/mcp-task-[A-Za-z0-9_-]+/.exec(asked) || [])[0];
+  const longOne = await callTool('reports_submit_report', { topic: 'long report', delay_ms: 600000 });
+  const longTask = (/mcp-task-[A-Za-z0-9_-]+/.exec(longOne) || [])[0];
+  if (!askedTask || !longTask) throw new Error('submits: ' + asked + longOne);
+  await go('tasks');
+  const askedRow = page.locator(`#tasks tr[data-task="${askedTask}"]`);
+  await askedRow.locator('.status-input_required').waitFor({ timeout: 60000 });
+  await askedRow.click();
+  const answer = page.locator(`#task-detail section[data-task="${askedTask}"] form.answer`);
+  await answer.waitFor();
+  if (!(await answer.textContent()).includes('Who reads the report?')) throw new Error('the question is not shown');
+  await answer.locator('select.answer-action').selectOption('accept');
+  await answer.locator('textarea.answer-content').fill('{"audience": "the board"}');
+  await answer.locator('button[type="submit"]').click();
+  await askedRow.locator('.status-completed').waitFor({ timeout: 60000 });
+  await shot('tasks-answered');
+
+  step = 'cancel a task';
+  const longRow = page.locator(`#tasks tr[data-task="${longTask}"]`);
+  await longRow.click();
+  await page.locator(`#task-detail section[data-task="${longTask}"] button.cancel`).click();
+  await longRow.locator('.status-cancelled').waitFor({ timeout: 60000 });
 
   step = 'catalog';
   await go('catalog');
