@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,10 +156,16 @@ func TestDashboardInChromium(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The attacker's page: another origin on the same host.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<!doctype html><title>another site</title>")
+	}))
+	t.Cleanup(evil.Close)
 	cmd := exec.Command("node", filepath.Join(root, "testdata", "npm", "dashboard", "e2e.mjs"))
 	cmd.Dir = filepath.Join(root, "testdata", "npm")
 	cmd.Env = append(os.Environ(), "ANTLER_BASE="+base, "ANTLER_ADMIN_KEY="+adminKey, "ANTLER_AGENT_KEY="+agentKey,
-		"ANTLER_CHROMIUM="+browser, "ANTLER_SPARE_SECRET="+spareSecret, "ANTLER_ARTIFACTS="+artifacts, "ANTLER_CATALOG="+flag(catalog), "ANTLER_METRICS="+flag(metrics))
+		"ANTLER_CHROMIUM="+browser, "ANTLER_SPARE_SECRET="+spareSecret, "ANTLER_EVIL_URL="+evil.URL, "ANTLER_ARTIFACTS="+artifacts, "ANTLER_CATALOG="+flag(catalog), "ANTLER_METRICS="+flag(metrics))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -200,7 +207,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("demo's enabled flag in the file after the browser unticked it: %s", raw)
 	}
 	if r := file.Servers["reports"]; r.Enabled == nil || !*r.Enabled {
-		t.Errorf("reports changed: %s", raw)
+		t.Errorf("reports changed (the other origin's PATCH went through?): %s", raw)
 	}
 	// The masked secret came back as "***" and kept the stored value.
 	if sp := file.Servers["spare"]; sp.Description != "edited in the browser" || sp.Env["API_TOKEN"] != spareSecret {

@@ -5,6 +5,7 @@
 //   ANTLER_ADMIN_KEY   an admin key; ANTLER_AGENT_KEY an agent key
 //   ANTLER_CHROMIUM    the browser binary
 //   ANTLER_ARTIFACTS   the folder for the screenshots
+//   ANTLER_EVIL_URL    a page of another origin (the attacker's)
 //   ANTLER_SPARE_SECRET the secret in the "spare" server's env (never shown)
 //   ANTLER_CATALOG, ANTLER_METRICS  "1" when those routes exist (else the
 //                      pages must show their "not available" state)
@@ -198,6 +199,33 @@ try {
   await page.waitForFunction(() => document.getElementById('banner').textContent.includes('spare saved'));
   await shot('config');
 
+  step = 'another origin cannot use the API';
+  // A page of another origin on the same host (another port: the same
+  // site), even holding the admin key, is refused by the Origin rule: a
+  // preflighted JSON PATCH fails, a no-cors text/plain one is a 415 the page
+  // cannot read. The Go test checks that reports stayed enabled.
+  const evil = await context.newPage();
+  await evil.goto(env('ANTLER_EVIL_URL'));
+  const attempts = await evil.evaluate(async ({ base, key }) => {
+    const out = [];
+    const body = JSON.stringify({ server_name: 'reports', enabled: false });
+    try {
+      const r = await fetch(base + '/api/mcp/config', { method: 'PATCH', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + key }, body });
+      out.push('cors: ' + r.status);
+    } catch (e) {
+      out.push('cors: refused');
+    }
+    try {
+      const r = await fetch(base + '/api/mcp/config', { method: 'POST', mode: 'no-cors', headers: { 'Content-Type': 'text/plain' }, body });
+      out.push('no-cors: ' + r.type);
+    } catch (e) {
+      out.push('no-cors: refused');
+    }
+    return out;
+  }, { base, key: env('ANTLER_ADMIN_KEY') });
+  if (attempts[0] !== 'cors: refused') throw new Error('a cross-origin PATCH was answered: ' + attempts.join(', '));
+  await evil.close();
+
   step = 'no CSP violation';
   const violations = await page.evaluate(() => window.__csp.slice());
   if (violations.length || problems.length) throw new Error('CSP violations: ' + JSON.stringify([...violations, ...problems]));
@@ -210,7 +238,7 @@ try {
   await page.waitForFunction(() => window.__csp.length > 0);
   if (await page.evaluate(() => window.__inlineRan === true)) throw new Error('an inline script ran: the CSP does not hold');
 
-  console.log(JSON.stringify({ ok: true, admin_task: adminTask, agent_task: agentTask, screenshots: shots }));
+  console.log(JSON.stringify({ ok: true, admin_task: adminTask, agent_task: agentTask, attacks: attempts, screenshots: shots }));
 } catch (err) {
   console.error(`step "${step}" failed: ${err && err.stack ? err.stack : err}`);
   console.error('page: ' + (await failed()));
