@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/host/gateway"
-	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
-	"github.com/antler-mcp/antler/host/toolcache"
 )
 
 // A browser MCP client on an allowed page can use /mcp: the preflight of
@@ -16,11 +14,8 @@ import (
 // exposes the session id and protocol version for the page to read.
 func TestBrowserMCPClientsPassCORS(t *testing.T) {
 	t.Parallel()
-	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
-	t.Cleanup(cache.Close)
-	keys := []settings.Key{{Key: "k-alice", User: "alice", Role: settings.RoleAgent}}
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: gateway.HTTPOptions{
-		AllowedOrigins: []string{"https://app.example.com"}}}))
+	addr := serveKeyed(t, []settings.Key{{Key: "k-alice", User: "alice", Role: settings.RoleAgent}}, gateway.HTTPOptions{
+		AllowedOrigins: []string{"https://app.example.com"}})
 	const origin = "https://app.example.com"
 	sent := []string{"authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name", "last-event-id", "x-antler-thread-id"}
 	for _, method := range []string{"POST", "GET", "DELETE"} {

@@ -100,7 +100,10 @@ func newEdge(o HTTPOptions) (edge, []error) {
 // hostAllowed reports whether a Host header names this host: a loopback
 // name, an IP literal when keys are configured (a DNS-rebinding page can
 // only reach the host under a name), or an allowed_hosts entry.
-func (s *Server) hostAllowed(value string) bool {
+func (s *Server) hostAllowed(value string) bool { return s.hostServed(value, true) }
+
+// hostServed is hostAllowed, where a "*" entry counts only with wildcard.
+func (s *Server) hostServed(value string, wildcard bool) bool {
 	host, port, err := settings.SplitHost(value)
 	if err != nil {
 		return false
@@ -110,11 +113,28 @@ func (s *Server) hostAllowed(value string) bool {
 		return true
 	}
 	for _, p := range s.edge.hosts {
-		if p.Matches(host, port) {
+		if (wildcard || p.Host != "*") && p.Matches(host, port) {
 			return true
 		}
 	}
 	return false
+}
+
+// ownPage reports whether a request comes from a page the host served
+// itself (the dashboard at /ui): the browser marks it Sec-Fetch-Site
+// same-origin and its Origin names the request's own Host. Only a Host
+// served as loopback, an IP literal or a named allowed_hosts entry counts:
+// under "*" a DNS-rebinding page is the same origin as its own name.
+func (s *Server) ownPage(origin string, req *http.Request) bool {
+	if req.Header.Get("Sec-Fetch-Site") != "same-origin" {
+		return false
+	}
+	scheme, _, _ := strings.Cut(origin, "://")
+	own, err := settings.NormalizeOrigin(scheme + "://" + req.Host)
+	if err != nil || own != origin {
+		return false
+	}
+	return s.hostServed(req.Host, false)
 }
 
 // stateChanging are the methods that must carry application/json even
@@ -128,7 +148,8 @@ func stateChanging(method string) bool {
 }
 
 // checkEdge refuses what a web page could send: a Host this host does not
-// serve (DNS rebinding, 403), an Origin not in allowed_origins (403), a
+// serve (DNS rebinding, 403), an Origin not in allowed_origins and not the
+// host's own page (ownPage) (403), a
 // request a browser marks as coming from another page (Sec-Fetch-Site other
 // than none or same-origin) without an allowed Origin (403), and a
 // state-changing or body-carrying request whose Content-Type is not
@@ -143,7 +164,7 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 		origins := req.Header.Values(echo.HeaderOrigin)
 		if len(origins) > 0 {
 			n, err := settings.NormalizeOrigin(origins[0])
-			if len(origins) > 1 || err != nil || !s.edge.origins[n] {
+			if len(origins) > 1 || err != nil || !(s.edge.origins[n] || s.ownPage(n, req)) {
 				return apierror.New(http.StatusForbidden, "cross-origin request refused: the Origin is not in http.allowed_origins")
 			}
 		} else if site := req.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {

@@ -46,6 +46,15 @@ func serveEdge(t *testing.T, gw *gateway.Server) string {
 	return ln.Addr().String()
 }
 
+// serveKeyed serves a gateway over an empty config with keys and the edge
+// options o, and returns its address.
+func serveKeyed(t *testing.T, keys []settings.Key, o gateway.HTTPOptions) string {
+	t.Helper()
+	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
+	t.Cleanup(cache.Close)
+	return serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: o}))
+}
+
 // edgeRequest is one request as a browser page or a client would send it.
 type edgeRequest struct {
 	method, path, body string
@@ -132,6 +141,8 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		{"Origin of the host itself is still a page", edgeRequest{method: "GET", path: "/api/mcp/tools", origin: "http://127.0.0.1:" + port}, "", 403, "allowed_origins"},
 		{"no-cors GET from another page (an <img>): event stream", edgeRequest{method: "GET", path: "/api/threads/t1/mcp-tasks/events", header: map[string]string{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}}, "", 403, "Sec-Fetch-Site"},
 		{"no-cors GET from another port of localhost (same-site)", edgeRequest{method: "GET", path: "/api/mcp/tools", header: map[string]string{"Sec-Fetch-Site": "same-site"}}, "", 403, "Sec-Fetch-Site"},
+		{"Origin of the host with Sec-Fetch-Site same-site", edgeRequest{method: "POST", path: call, body: writeCall("samesite"), contentType: "application/json", origin: "http://127.0.0.1:" + port, header: map[string]string{"Sec-Fetch-Site": "same-site"}}, "samesite", 403, "allowed_origins"},
+		{"another port of localhost claiming same-origin", edgeRequest{method: "POST", path: call, body: writeCall("port"), contentType: "application/json", origin: "http://127.0.0.1:1", header: map[string]string{"Sec-Fetch-Site": "same-origin"}}, "port", 403, "allowed_origins"},
 		{"preflight from evil.example", edgeRequest{method: "OPTIONS", path: call, origin: "http://evil.example", header: map[string]string{"Access-Control-Request-Method": "POST"}}, "", 403, "allowed_origins"},
 
 		{"a client's JSON call", edgeRequest{method: "POST", path: "/api/mcp/tools/d_echo/call", body: `{"arguments":{"message":"hi"}}`, contentType: "application/json; charset=utf-8"}, "", 200, "Echo: hi"},
@@ -139,6 +150,8 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		{"Host [::1]", edgeRequest{method: "GET", path: "/api/mcp/tools", host: "[::1]:" + port}, "", 200, "d_echo"},
 		{"body-less cache reset as JSON", edgeRequest{method: "POST", path: "/api/mcp/cache/reset", contentType: "application/json"}, "", 200, "cache reset"},
 		{"healthz", edgeRequest{method: "GET", path: "/healthz"}, "", 200, "ok"},
+		{"the host's own page (the dashboard's fetch)", edgeRequest{method: "POST", path: "/api/mcp/tools/d_echo/call", body: `{"arguments":{"message":"ui"}}`, contentType: "application/json", origin: "http://127.0.0.1:" + port, header: map[string]string{"Sec-Fetch-Site": "same-origin"}}, "", 200, "Echo: ui"},
+		{"the host's own page under localhost", edgeRequest{method: "POST", path: "/api/mcp/cache/reset", contentType: "application/json", host: "localhost:" + port, origin: "http://localhost:" + port, header: map[string]string{"Sec-Fetch-Site": "same-origin"}}, "", 200, "cache reset"},
 		{"a typed-in address (Sec-Fetch-Site none)", edgeRequest{method: "GET", path: "/api/mcp/tools", header: map[string]string{"Sec-Fetch-Site": "none"}}, "", 200, "d_echo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,11 +183,8 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 // and pages the operator lists, and to IP literals; nothing else.
 func TestAllowedHostsAndOrigins(t *testing.T) {
 	t.Parallel()
-	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
-	t.Cleanup(cache.Close)
-	keys := []settings.Key{{Key: "k-alice", User: "alice", Role: settings.RoleAgent}}
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: gateway.HTTPOptions{
-		AllowedHosts: []string{"antler.internal", "*.corp.example:8443"}, AllowedOrigins: []string{"https://App.Example.com:443"}}}))
+	addr := serveKeyed(t, []settings.Key{{Key: "k-alice", User: "alice", Role: settings.RoleAgent}}, gateway.HTTPOptions{
+		AllowedHosts: []string{"antler.internal", "*.corp.example:8443"}, AllowedOrigins: []string{"https://App.Example.com:443"}})
 	get := func(host, origin string) edgeRequest {
 		return edgeRequest{method: "GET", path: "/api/mcp/tools", host: host, origin: origin, key: "k-alice"}
 	}
@@ -205,6 +215,36 @@ func TestAllowedHostsAndOrigins(t *testing.T) {
 			}
 			if got := resp.Header.Get("Access-Control-Allow-Origin"); got != tc.cors {
 				t.Errorf("Access-Control-Allow-Origin %q, want %q", got, tc.cors)
+			}
+		})
+	}
+}
+
+// The host's own page (the dashboard) may send its Origin without a listing
+// only under a Host that no rebinding page can take: with allowed_hosts "*",
+// a rebinding page at evil.example is the same origin as the host under that
+// name and is refused, while a listed name's own page is served.
+func TestOwnPageOriginUnderWildcardHosts(t *testing.T) {
+	t.Parallel()
+	addr := serveKeyed(t, []settings.Key{{Key: "k-admin", User: "root", Role: settings.RoleAdmin}}, gateway.HTTPOptions{
+		AllowedHosts: []string{"*", "antler.internal"}})
+	_, port, _ := net.SplitHostPort(addr)
+	reset := func(host string) edgeRequest {
+		return edgeRequest{method: "POST", path: "/api/mcp/cache/reset", contentType: "application/json", key: "k-admin",
+			host: host + ":" + port, origin: "http://" + host + ":" + port, header: map[string]string{"Sec-Fetch-Site": "same-origin"}}
+	}
+	for _, tc := range []struct {
+		name string
+		req  edgeRequest
+		code int
+	}{
+		{"rebinding page under *", reset("evil.example"), 403},
+		{"own page under a listed name", reset("antler.internal"), 200},
+		{"own page under an IP literal", reset("127.0.0.1"), 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if resp, body := sendEdge(t, addr, tc.req); resp.StatusCode != tc.code {
+				t.Errorf("%d %s, want %d", resp.StatusCode, body, tc.code)
 			}
 		})
 	}

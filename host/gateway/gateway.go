@@ -25,6 +25,7 @@ import (
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/configadmin"
 	"github.com/antler-mcp/antler/host/configfile"
+	"github.com/antler-mcp/antler/host/dashboard"
 	"github.com/antler-mcp/antler/host/launchpolicy"
 	"github.com/antler-mcp/antler/host/mcpserver"
 	"github.com/antler-mcp/antler/host/metrics"
@@ -167,6 +168,7 @@ func New(opts Options) *Server {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	root.GET("/openapi.json", openAPIDocument(opts.Version))
+	root.GET(dashboard.Prefix+"*", echo.WrapHandler(dashboard.Handler())) // the operator's web UI; it calls /api with the operator's key
 	// The MCP endpoint: the same authentication and edge rules; its
 	// streams are bounded per write, not per response.
 	root.POST("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.streamWrites)
