@@ -23,7 +23,7 @@ type LogFunc func(level int32, msg string)
 // plugin, or the sdktest harness). Task calls run one at a time, as in a
 // Wasm instance, so a driver may keep caches in globals without locks.
 var native struct {
-	mu       sync.Mutex                  // serialises TaskWith
+	mu       sync.Mutex                   // serialises TaskWith
 	inFlight atomic.Pointer[CallToolFunc] // the running task call's call_tool
 	fallback atomic.Pointer[CallToolFunc] // SetFallbackCallTool's
 	log      atomic.Pointer[LogFunc]      // SetLog's; nil: standard error
