@@ -89,6 +89,8 @@ type process struct {
 	nextID  uint64
 }
 
+var _ backend = (*process)(nil)
+
 // callScope is one in-flight call's context and call_tool function.
 type callScope struct {
 	ctx      context.Context
