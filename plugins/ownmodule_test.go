@@ -1,7 +1,6 @@
 package plugins_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/antler-mcp/antler/abi"
@@ -65,7 +63,7 @@ func TestPluginInItsOwnModule(t *testing.T) {
 	goCmd("build", "-o", native, ".")
 	wasmFile := plugintest.BuildWasm(t, dir)
 
-	var logged lockedBuffer
+	var logged testmcp.LockedBuffer
 	host, err := plugins.NewHost("", slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
@@ -113,22 +111,4 @@ func write(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// lockedBuffer is a log destination the host's goroutines share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
