@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/internal/guest"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/plugins"
 	"github.com/antler-mcp/antler/plugins/plugintest"
@@ -85,7 +86,7 @@ func checkTenant(b *testing.B, resp abi.InterceptResponse) {
 //
 //	native        the handler called on the decoded request
 //	native-codec  plus what the Wasm path adds in messages: encode the
-//	              request, decode it (sdk.Dispatcher, as a guest does), encode
+//	              request, decode it (guest.Dispatcher, as a guest does), encode
 //	              the answer and decode it on the host side
 //	wasm          plugins.Plugin.Intercept through the real example guest
 func BenchmarkInterceptor(b *testing.B) {
@@ -103,7 +104,7 @@ func BenchmarkInterceptor(b *testing.B) {
 		sdk.HandleIntercept(nativeTenantHeader)
 		defer sdk.HandleIntercept(nil)
 		var (
-			d    sdk.Dispatcher
+			d    guest.Dispatcher
 			enc  abi.Encoder
 			resp abi.InterceptResponse
 		)

@@ -39,6 +39,8 @@ type extismBackend struct {
 	closed   bool
 }
 
+var _ backend = (*extismBackend)(nil)
+
 func (h *Host) loadExtism(ctx context.Context, e Entry, code []byte, log *slog.Logger) (*extismBackend, abi.Info, error) {
 	timeout := e.Timeout
 	if timeout <= 0 {

@@ -34,6 +34,9 @@ type backend interface {
 	Close()
 }
 
+// A Wasm module is a backend as it is; extism.go and process.go hold the others.
+var _ backend = (*wasm.Module)(nil)
+
 // Host loads plugins; it owns the Wasm runtime shared by all of them.
 type Host struct {
 	rt  *wasm.Runtime

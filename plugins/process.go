@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/internal/pluginrpc"
 )
 
 // Process plugins: the same messages as Wasm plugins, carried by gRPC to a
@@ -32,36 +33,8 @@ const (
 	maxRestartBackoff   = 30 * time.Second
 )
 
-var handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  abi.Major,
-	MagicCookieKey:   abi.ProcessCookieKey,
-	MagicCookieValue: abi.ProcessCookieValue,
-}
-
 // processEnv is all a plugin process inherits from the host.
 var processEnv = []string{"HOME", "PATH", "TMPDIR", "LANG"}
-
-// rawCodec passes abi's protobuf bytes through gRPC untouched.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) ([]byte, error) {
-	b, ok := v.(*[]byte)
-	if !ok {
-		return nil, fmt.Errorf("raw codec: cannot marshal %T", v)
-	}
-	return *b, nil
-}
-
-func (rawCodec) Unmarshal(data []byte, v any) error {
-	b, ok := v.(*[]byte)
-	if !ok {
-		return fmt.Errorf("raw codec: cannot unmarshal into %T", v)
-	}
-	*b = append((*b)[:0], data...)
-	return nil
-}
-
-func (rawCodec) Name() string { return "antler-raw" }
 
 // connPlugin hands the host the plugin's gRPC connection.
 type connPlugin struct {
@@ -117,6 +90,8 @@ type process struct {
 	nextID  uint64
 }
 
+var _ backend = (*process)(nil)
+
 // callScope is one in-flight call's context and call_tool function.
 type callScope struct {
 	ctx      context.Context
@@ -134,10 +109,10 @@ func startProcess(ctx context.Context, e Entry, log *slog.Logger, serveHost bool
 	if err != nil {
 		return nil, abi.Info{}, err
 	}
-	var in, out []byte
 	cctx, cancel := context.WithTimeout(ctx, processStartTimeout)
 	defer cancel()
-	if err := conn.Invoke(cctx, abi.GRPCInfo, &in, &out, grpc.ForceCodec(rawCodec{})); err != nil {
+	out, err := pluginrpc.Invoke(cctx, conn, abi.GRPCInfo, nil)
+	if err != nil {
 		p.Close()
 		return nil, abi.Info{}, fmt.Errorf("%s: the plugin process did not answer Info: %w", e.Name, err)
 	}
@@ -186,7 +161,7 @@ func (p *process) connect() (*grpc.ClientConn, error) {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  handshake,
+		HandshakeConfig:  pluginrpc.Handshake,
 		Plugins:          goplugin.PluginSet{abi.ProcessPluginName: connPlugin{}},
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
@@ -258,8 +233,8 @@ func (p *process) call(ctx context.Context, export, _ string, in []byte) ([]byte
 		broker := p.serveHostService()
 		cctx = metadata.AppendToOutgoingContext(cctx, abi.ProcessCallIDKey, id, abi.ProcessBrokerIDKey, strconv.FormatUint(uint64(broker), 10))
 	}
-	var out []byte
-	if err := conn.Invoke(cctx, method, &in, &out, grpc.ForceCodec(rawCodec{})); err != nil {
+	out, err := pluginrpc.Invoke(cctx, conn, method, in)
+	if err != nil {
 		// A task driver that overran its deadline is stopped: it may be
 		// stuck (a loop holding its one call slot), and every later call
 		// would time out behind it. It restarts after a backoff.
@@ -297,7 +272,7 @@ func (p *process) serveHostService() uint32 {
 	}
 	p.brokerID = p.broker.NextId()
 	go p.broker.AcceptAndServe(p.brokerID, func(opts []grpc.ServerOption) *grpc.Server {
-		s := grpc.NewServer(append(opts, grpc.ForceServerCodec(rawCodec{}))...)
+		s := pluginrpc.NewServer(opts)
 		s.RegisterService(&hostServiceDesc, p)
 		return s
 	})
@@ -324,12 +299,7 @@ func (p *process) unregister(id string) {
 // metadata names, in that call's context (its deadline and scope). A call
 // id that is not in flight is refused.
 func (p *process) serveCallTool(ctx context.Context, in []byte) []byte {
-	var id string
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if v := md.Get(abi.ProcessCallIDKey); len(v) == 1 {
-			id = v[0]
-		}
-	}
+	id := pluginrpc.IncomingValue(ctx, abi.ProcessCallIDKey)
 	p.callsMu.Lock()
 	scope, ok := p.calls[id]
 	p.callsMu.Unlock()
@@ -354,14 +324,9 @@ var hostServiceDesc = grpc.ServiceDesc{
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{{
 		MethodName: "CallTool",
-		Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			var in []byte
-			if err := dec(&in); err != nil {
-				return nil, err
-			}
-			out := srv.(*process).serveCallTool(ctx, in)
-			return &out, nil
-		},
+		Handler: pluginrpc.Unary(func(srv any, ctx context.Context, in []byte) []byte {
+			return srv.(*process).serveCallTool(ctx, in)
+		}),
 	}},
 	Metadata: "antler/abi/README.md",
 }

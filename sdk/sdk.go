@@ -1,24 +1,31 @@
 // Package sdk is what a plugin author imports to write an Antler interceptor
 // or task driver in Go: one function per hook, registered in init. The same
-// code runs as a sandboxed Wasm module (GOOS=wasip1, -buildmode=c-shared,
-// see wasm.go) or in-process under the test harness in sdk/sdktest.
+// code runs as a sandboxed Wasm module (GOOS=wasip1, -buildmode=c-shared),
+// as a separate process (sdk/sdkplugin), or in-process under the test
+// harness in sdk/sdktest, which also captures what the plugin logs and plays
+// the host for CallTool:
 //
 //	func init() {
 //		sdk.HandleIntercept(func(req *sdk.Request) sdk.Response {
-//			return sdk.Continue().SetHeader("X-Tenant", "acme")
+//			tenant := sdk.Secret(req, "tenant")
+//			if tenant == "" {
+//				return sdk.Deny("This tool needs your tenant token.")
+//			}
+//			sdk.Log(sdk.LevelInfo, "tenant header set for "+req.Tool)
+//			return sdk.SetHeader(sdk.Continue(), "X-Tenant", tenant)
 //		})
 //	}
 //
 //	func main() {}
 //
-// Plugins must not carry state between calls: the host may serve several
-// users from one instance (unless the plugin is configured isolate: per_user).
+// (the package's Example runs this code). Plugins must not carry state
+// between calls: the host may serve several users from one instance (unless
+// the plugin is configured isolate: per_user).
 package sdk
 
 import (
-	"fmt"
-
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/internal/guest"
 )
 
 // Request is a tool call as an interceptor sees it.
@@ -63,43 +70,14 @@ type TaskAnswerer interface {
 	Answer(req *abi.TaskAnswerRequest) abi.TaskDriverResponse
 }
 
-// handlers is the guest's registry: a guest module is one process with one
-// thread, and registration happens in init.
-var handlers struct {
-	intercept InterceptFunc
-	result    ResultFunc
-	tasks     TaskDriver
-}
-
 // HandleIntercept registers the interceptor.
-func HandleIntercept(f InterceptFunc) { handlers.intercept = f }
+func HandleIntercept(f InterceptFunc) { guest.Handlers.Intercept = f }
 
 // HandleResult registers the result hook.
-func HandleResult(f ResultFunc) { handlers.result = f }
+func HandleResult(f ResultFunc) { guest.Handlers.Result = f }
 
 // HandleTasks registers a task driver.
-func HandleTasks(d TaskDriver) { handlers.tasks = d }
-
-// Features reports the entry points the registered handlers serve.
-func Features() uint64 {
-	var f uint64
-	if handlers.intercept != nil {
-		f |= abi.FeatureIntercept
-	}
-	if handlers.result != nil {
-		f |= abi.FeatureResultHook
-	}
-	if handlers.tasks != nil {
-		f |= abi.FeatureTaskDriver
-	}
-	if _, ok := handlers.tasks.(TaskAnswerer); ok {
-		f |= abi.FeatureTaskAnswer
-	}
-	// The log and call-tool bits are not claimed: the Go linker drops the
-	// imports a plugin never calls, and the module's import list says which
-	// it kept.
-	return f
-}
+func HandleTasks(d TaskDriver) { guest.Handlers.Tasks = d }
 
 // Continue forwards the call unchanged.
 func Continue() Response { return Response{Action: abi.ActionContinue} }
@@ -153,100 +131,32 @@ func equalFold(a, b string) bool {
 	return true
 }
 
-// Dispatcher turns encoded requests into encoded responses with the
-// registered handlers. It reuses its buffers: a returned slice is valid until
-// the next call. The Wasm exports, the process server and the test harness
-// all go through it, so a plugin behaves the same under each.
-type Dispatcher struct {
-	enc abi.Encoder
-	req abi.InterceptRequest
-	res abi.ResultRequest
-}
+// Level is a log line's level.
+type Level int32
 
-// Intercept decodes an InterceptRequest, runs the handler and encodes its answer.
-func (d *Dispatcher) Intercept(in []byte) []byte {
-	d.enc.Reset()
-	var out Response
-	switch {
-	case handlers.intercept == nil:
-		out = Response{Error: "this plugin has no interceptor"}
-	case d.req.Decode(in) != nil:
-		out = Response{Error: "malformed request"}
-	default:
-		out = guard(func() Response { return handlers.intercept(&d.req) }, func(msg string) Response { return Response{Error: msg} })
+// The log levels the host knows (abi/README.md, the log import).
+const (
+	LevelDebug Level = 0
+	LevelInfo  Level = 1
+	LevelWarn  Level = 2
+	LevelError Level = 3
+)
+
+// String names the level ("info"); an unknown one is "level N".
+func (l Level) String() string { return guest.LevelName(int32(l)) }
+
+// Log writes a line to the host's log, tagged with the plugin's name (the
+// host cuts it at 4 KiB). Never log a secret. Outside Wasm the line goes to
+// sdktest's capture in a test (sdktest.CaptureLog), else to standard error.
+func Log(level Level, msg string) {
+	if msg == "" {
+		return
 	}
-	out.Encode(&d.enc)
-	return d.enc.Bytes()
+	hostLog(int32(level), msg)
 }
 
-// Result decodes a ResultRequest, runs the hook and encodes its answer.
-func (d *Dispatcher) Result(in []byte) []byte {
-	d.enc.Reset()
-	var out ResultResponse
-	switch {
-	case handlers.result == nil:
-		out = ResultResponse{Error: "this plugin has no result hook"}
-	case d.res.Decode(in) != nil:
-		out = ResultResponse{Error: "malformed request"}
-	default:
-		out = guard(func() ResultResponse { return handlers.result(&d.res) }, func(msg string) ResultResponse { return ResultResponse{Error: msg} })
-	}
-	out.Encode(&d.enc)
-	return d.enc.Bytes()
-}
-
-// Task runs one task-driver entry point ("submit", "status", "cancel" or
-// "answer").
-func (d *Dispatcher) Task(op string, in []byte) []byte {
-	d.enc.Reset()
-	// A driver that panics or gets a request it cannot read is broken, not
-	// the task: the host retries the call instead of failing the task.
-	fail := func(msg string) abi.TaskDriverResponse { return abi.TaskDriverResponse{Error: msg, Retryable: true} }
-	var out abi.TaskDriverResponse
-	switch {
-	case handlers.tasks == nil:
-		out = fail("this plugin has no task driver")
-	case op == "submit":
-		var req abi.TaskSubmitRequest
-		if req.Decode(in) != nil {
-			out = fail("malformed request")
-			break
-		}
-		out = guard(func() abi.TaskDriverResponse { return handlers.tasks.Submit(&req) }, fail)
-	case op == "answer":
-		ans, ok := handlers.tasks.(TaskAnswerer)
-		var req abi.TaskAnswerRequest
-		switch {
-		case !ok:
-			out = abi.TaskDriverResponse{Error: "this task driver does not take answers"}
-		case req.Decode(in) != nil:
-			out = fail("malformed request")
-		default:
-			out = guard(func() abi.TaskDriverResponse { return ans.Answer(&req) }, fail)
-		}
-	default:
-		var ref abi.TaskReference
-		if ref.Decode(in) != nil {
-			out = fail("malformed request")
-			break
-		}
-		if op == "cancel" {
-			out = guard(func() abi.TaskDriverResponse { return handlers.tasks.Cancel(&ref) }, fail)
-		} else {
-			out = guard(func() abi.TaskDriverResponse { return handlers.tasks.Status(&ref) }, fail)
-		}
-	}
-	out.Encode(&d.enc)
-	return d.enc.Bytes()
-}
-
-// guard turns a handler panic into an error answer, so a buggy plugin fails
-// its call closed instead of taking its instance down.
-func guard[T any](f func() T, fail func(string) T) (out T) {
-	defer func() {
-		if r := recover(); r != nil {
-			out = fail(fmt.Sprintf("plugin panicked: %v", r))
-		}
-	}()
-	return f()
-}
+// CallTool asks the host to call an upstream tool (task drivers only; the
+// host keeps owning transports and credentials, and refuses a server the
+// task is not bound to). Outside Wasm it is served by the process host
+// (sdk/sdkplugin) or, in a test, by the function the test gave sdktest.
+func CallTool(req *abi.CallToolRequest) abi.CallToolResponse { return callTool(req) }

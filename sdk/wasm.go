@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/internal/guest"
 )
 
 // The Wasm glue: Antler's exports and imports for a Go guest built with
@@ -17,7 +18,7 @@ import (
 // point's packed result points at guest memory valid until the next call.
 
 var (
-	dispatcher Dispatcher
+	dispatcher guest.Dispatcher
 	inBuf      []byte // kept reachable: the host holds a pointer into it
 	outBuf     []byte
 	readBuf    []byte
@@ -27,7 +28,7 @@ var (
 func exportVersion() int32 { return abi.PackVersion(abi.Major, abi.Minor) }
 
 //go:wasmexport antler_features
-func exportFeatures() int64 { return int64(Features()) }
+func exportFeatures() int64 { return int64(guest.Features()) }
 
 //go:wasmexport antler_alloc
 func exportAlloc(size int32) int32 {
@@ -89,7 +90,7 @@ func exportTaskAnswer(ptr, length int32) int64 {
 }
 
 //go:wasmimport antler_host_v1 log
-func hostLog(level int32, ptr unsafe.Pointer, length int32)
+func importLog(level int32, ptr unsafe.Pointer, length int32)
 
 //go:wasmimport antler_host_v1 call_tool
 func hostCallTool(ptr unsafe.Pointer, length int32) int64
@@ -97,19 +98,12 @@ func hostCallTool(ptr unsafe.Pointer, length int32) int64
 //go:wasmimport antler_host_v1 read_result
 func hostReadResult(ptr unsafe.Pointer, capacity int32) int32
 
-// Log writes a line to the host's log, tagged with the plugin's name. Never
-// log a secret.
-func Log(level int32, msg string) {
-	if msg == "" {
-		return
-	}
+func hostLog(level int32, msg string) {
 	b := []byte(msg)
-	hostLog(level, unsafe.Pointer(unsafe.SliceData(b)), int32(len(b)))
+	importLog(level, unsafe.Pointer(unsafe.SliceData(b)), int32(len(b)))
 }
 
-// CallTool asks the host to call an upstream tool (task drivers only; the
-// host keeps owning transports and credentials).
-func CallTool(req *abi.CallToolRequest) abi.CallToolResponse {
+func callTool(req *abi.CallToolRequest) abi.CallToolResponse {
 	var enc abi.Encoder
 	req.Encode(&enc)
 	in := enc.Bytes()

@@ -8,8 +8,7 @@ import (
 	"github.com/antler-mcp/antler/host/config"
 )
 
-// TestVariableSubstitution covers DeerFlow's whole-string $VAR rule (spec
-// §2.8): only a string that starts with "$" is replaced, by the value of the
+// TestVariableSubstitution covers DeerFlow's whole-string $VAR rule: only a string that starts with "$" is replaced, by the value of the
 // variable named by the rest; unset becomes ""; keys are never substituted.
 func TestVariableSubstitution(t *testing.T) {
 	vars := env(map[string]string{"TOKEN": "tok-123", "HOST": "db.internal", "EMPTY": ""})

@@ -10,7 +10,8 @@ import (
 )
 
 // TestParseValid reads well-formed files and checks the parsed fields and
-// every default of DeerFlow's models (spec §2.2–§2.7).
+// every default of DeerFlow's models (server, OAuth, task and routing
+// settings).
 func TestParseValid(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -326,7 +327,7 @@ func TestParseValid(t *testing.T) {
 }
 
 // TestParseInvalid checks the exact list of field paths reported for broken
-// documents (DeerFlow validation errors, spec §2.1–§2.7).
+// documents, as DeerFlow's validation reports them.
 func TestParseInvalid(t *testing.T) {
 	long := strings.Repeat("n", 129)
 	tests := []struct {
@@ -597,7 +598,7 @@ func TestCredentialBlocksOnStdioWarn(t *testing.T) {
 }
 
 // TestInterceptors: mcpInterceptors may be a list or a single string; any
-// other value is ignored with a warning, not an error (spec §2.1).
+// other value is ignored with a warning, not an error, as in DeerFlow.
 func TestInterceptors(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -7,7 +7,8 @@ import (
 )
 
 // presentationFields are the server fields durable task calls do not depend
-// on; they stay hot-reloadable (reference §6.7).
+// on; they stay hot-reloadable while the rest of a task server's entry is
+// frozen until a restart.
 var presentationFields = []string{"description", "routing", "tools", "tool_name_prefix"}
 
 // TaskFreeze fingerprints what durable task calls depend on: every enabled

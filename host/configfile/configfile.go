@@ -1,6 +1,6 @@
 // Package configfile serialises read-modify-write cycles on the extensions
-// config file and writes it atomically, as DeerFlow's config router does
-// (reference §7, "Atomic write" and "locking").
+// config file and writes it atomically (a temporary file renamed over the
+// original, under a lock), as DeerFlow's config router does.
 //
 // Every writer — the config admin endpoints, tools, a second host process on
 // the same file — goes through File.Update, which holds two locks across the

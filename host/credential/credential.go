@@ -76,6 +76,8 @@ type oauthLayer struct {
 	tokens *oauth.Manager
 }
 
+var _ interceptor.Interceptor = (*oauthLayer)(nil)
+
 func (l *oauthLayer) Intercept(ctx context.Context, req *interceptor.Request, next interceptor.Handler) (json.RawMessage, error) {
 	h, err := l.tokens.Header(ctx, req.Server.Name)
 	if err != nil {
@@ -95,6 +97,8 @@ type userAuth struct {
 	servers map[string]*config.UserAuth
 	log     *slog.Logger
 }
+
+var _ interceptor.Interceptor = (*userAuth)(nil)
 
 func newUserAuth(ext *config.Extensions, log *slog.Logger) *userAuth {
 	ua := &userAuth{servers: map[string]*config.UserAuth{}, log: log}
@@ -138,6 +142,8 @@ func (l *userAuth) Intercept(ctx context.Context, req *interceptor.Request, next
 type contextHeaders struct {
 	servers map[string]*config.ContextHeaders
 }
+
+var _ interceptor.Interceptor = (*contextHeaders)(nil)
 
 func newContextHeaders(ext *config.Extensions) *contextHeaders {
 	ch := &contextHeaders{servers: map[string]*config.ContextHeaders{}}

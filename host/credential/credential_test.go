@@ -16,7 +16,7 @@ import (
 	"github.com/antler-mcp/antler/host/oauth"
 )
 
-// DeerFlow's messages (§4.5, §4.6), spelled out once.
+// DeerFlow's messages for a missing or refused credential, spelled out once.
 func noCredentialMsg(user, server string) string {
 	return "No credential is configured for your account (user id '" + user + "') on MCP server '" + server +
 		"'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable)."

@@ -76,6 +76,8 @@ func (f Func) Intercept(ctx context.Context, req *Request, next Handler) (json.R
 	return f(ctx, req, next)
 }
 
+var _ Interceptor = Func(nil)
+
 // Chain composes interceptors around base, the first outermost.
 func Chain(base Handler, chain ...Interceptor) Handler {
 	h := base

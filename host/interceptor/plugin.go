@@ -24,6 +24,8 @@ type pluginLayer struct {
 	p *plugins.Plugin
 }
 
+var _ Interceptor = (*pluginLayer)(nil)
+
 func (l *pluginLayer) Intercept(ctx context.Context, req *Request, next Handler) (json.RawMessage, error) {
 	p := l.p
 	if !p.Entry.Applies(req.Server.Name) {

@@ -163,9 +163,11 @@ func (p *Policy) Allowed() []string {
 	return out
 }
 
-// Check runs the whole policy (DeerFlow §8.2 steps 1–4) and returns the
-// first violation as an *Error. Servers whose transport is not stdio are not
-// checked (nil).
+// Check runs the whole policy (the command's shape, the allowlist,
+// code-executing flags, the launcher's own configuration flags and package,
+// path packages, the package allowlist, then the environment and working
+// directory) and returns the first violation as an *Error. Servers whose
+// transport is not stdio are not checked (nil).
 func (p *Policy) Check(l Launch) error {
 	if !isStdio(l.Type) {
 		return nil

@@ -12,7 +12,7 @@ import (
 // extraAllow is the allowlist extension DeerFlow's interpreter examples use.
 var extraAllow = []string{"node", "python", "perl"}
 
-// deerFlowCase is one example from DeerFlow's tests (reference §8.3).
+// deerFlowCase is one example from DeerFlow's tests.
 type deerFlowCase struct {
 	name    string
 	command string

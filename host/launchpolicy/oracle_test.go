@@ -649,8 +649,8 @@ func oracleCorpus() []oracleVector {
 	return out
 }
 
-// deerFlowNpxExamples are the npx argument vectors of DeerFlow's examples
-// (reference §8.3), accepted and rejected.
+// deerFlowNpxExamples are the npx argument vectors of DeerFlow's tests,
+// accepted and rejected.
 func deerFlowNpxExamples() [][]string {
 	return [][]string{
 		{"-c", "printf canary"},

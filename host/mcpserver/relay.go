@@ -436,6 +436,8 @@ type roundRelay struct {
 	questions chan<- question
 }
 
+var _ upstream.Relay = (*roundRelay)(nil)
+
 func (r *roundRelay) round(ctx context.Context) {
 	r.mu.Lock()
 	r.current = ctx

@@ -8,8 +8,8 @@
 // (LocalID) at once, and a background service polls the remote task through
 // a Driver until it is terminal. A *ProtocolError from a driver or from
 // Normalize fails the task for good; any other error is retried forever with
-// PollBackoff. The rules and messages are DeerFlow's (mcp/tasks, §6 of the
-// behaviour reference).
+// PollBackoff. The rules and messages are DeerFlow's (its mcp/tasks
+// package).
 //
 // Beyond DeerFlow, a task waiting for input can be answered: a driver that
 // is also an Answerer gets the user's Answer, with an ID stable across

@@ -13,7 +13,7 @@ import (
 	"github.com/antler-mcp/antler/host/taskstore"
 )
 
-// runNotifications is a pass's last phase (reference §6.11): claim due
+// runNotifications is a pass's last phase: claim due
 // events and deliver each through the notifier, concurrently, each task
 // isolated from the others.
 func (s *Service) runNotifications(ctx context.Context) error {

@@ -34,7 +34,7 @@ const (
 	sqliteUniqueRemoteColumns = "mcp_tasks.user_id, mcp_tasks.server_name, mcp_tasks.remote_task_id"
 )
 
-// SQLite connection settings (go-libraries.md §4.1): WAL so readers never
+// SQLite connection settings: WAL so readers never
 // block the writer, a busy timeout so a second process waits instead of
 // failing, synchronous=NORMAL (durable at checkpoints, safe in WAL). The writer
 // begins transactions IMMEDIATE so it never has to upgrade a read lock; readers

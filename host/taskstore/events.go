@@ -13,7 +13,8 @@ import (
 )
 
 // DefaultTrackingDegradedAfter is the number of consecutive failed polls
-// after which a task counts as tracking_degraded (reference §6.11).
+// after which a task counts as tracking_degraded: still running remotely as
+// far as anyone knows, but not being observed.
 const DefaultTrackingDegradedAfter = 3
 
 // Option configures a Store at Open.

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Notification statuses (reference §6.11). A task starts at none; recording
+// Notification statuses of a task's event outbox. A task starts at none; recording
 // an event makes it pending; a claim makes it claimed; a send in progress is
 // dispatched; a failed send waits in retry; it ends delivered or dead_letter
 // until a newer event makes it pending again.

@@ -49,8 +49,8 @@ func TestSQLiteClaimPlans(t *testing.T) {
 	}
 }
 
-// TestSQLiteSettings checks the connection settings of go-libraries.md §4.1
-// on both pools: WAL, a busy timeout, synchronous=NORMAL, one writer
+// TestSQLiteSettings checks the connection settings of sqliteWriterParams
+// and sqliteReaderParams on both pools: WAL, a busy timeout, synchronous=NORMAL, one writer
 // connection and query-only readers.
 func TestSQLiteSettings(t *testing.T) {
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))

@@ -1,4 +1,5 @@
-// Package taskstore persists durable MCP tasks (reference §6.8–6.9) in SQLite
+// Package taskstore persists durable MCP tasks (their rows, leases and event
+// outbox) in SQLite
 // or PostgreSQL behind one query layer.
 //
 // The background task service claims due rows under a lease, asks the remote

@@ -17,7 +17,7 @@ import (
 // not changed: resolve the path, stat and hash a 16 KiB file, compare. The
 // file was just written, so within its 2 s racy window every read re-hashes
 // (see BenchmarkSnapshotHotPathSettled for reads that need only a stat).
-// Budget (DESIGN.md): ≤ 20 µs.
+// Budget: ≤ 20 µs (BENCHMARKS.md records the figure).
 func BenchmarkSnapshotHotPath(b *testing.B) {
 	c, size := hotPathCache(b, false)
 	b.SetBytes(size)

@@ -358,6 +358,8 @@ type sessionEndHeaders struct {
 	keep func() bool
 }
 
+var _ http.RoundTripper = (*sessionEndHeaders)(nil)
+
 func (t *sessionEndHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodDelete && t.keep() {
 		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Body: http.NoBody,

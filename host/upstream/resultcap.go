@@ -503,6 +503,8 @@ type capRoundTripper struct {
 	cap  *resultCap
 }
 
+var _ http.RoundTripper = (*capRoundTripper)(nil)
+
 func (t *capRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {

@@ -288,7 +288,7 @@ func isWithin(p, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// pathToken is the spec's Python pattern with Python's Unicode meaning of \w
+// pathToken is DeerFlow's Python path pattern with Python's Unicode meaning of \w
 // and \s spelled out (Go's are ASCII-only).
 var pathToken = regexp.MustCompile(`(?:file://)?/[^\s\v\x1c-\x1f\x85\p{Z}'"<>|*?]+|(?:\.{0,2}/|[\p{L}\p{N}_.-]+/)[^\s\v\x1c-\x1f\x85\p{Z}'"<>|*?]+`)
 

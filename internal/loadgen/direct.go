@@ -17,6 +17,8 @@ type direct struct {
 	req mcp.CallToolRequest
 }
 
+var _ caller = (*direct)(nil)
+
 func newDirect(ctx context.Context, opts Options) (*direct, error) {
 	c, err := client.NewStdioMCPClient(opts.Command, append(os.Environ(), opts.Env...), opts.Args...)
 	if err != nil {

@@ -70,6 +70,8 @@ type session struct {
 	prefix, suffix []byte
 }
 
+var _ caller = (*session)(nil)
+
 // newSession initializes a session: initialize, then
 // notifications/initialized, as an MCP client does.
 func newSession(ctx context.Context, opts Options, hc *http.Client) (*session, error) {
@@ -267,6 +269,8 @@ type restCaller struct {
 	extra http.Header
 	body  []byte
 }
+
+var _ caller = (*restCaller)(nil)
 
 func newRESTCaller(opts Options, hc *http.Client) *restCaller {
 	body, _ := json.Marshal(map[string]json.RawMessage{"arguments": opts.Arguments}) // Arguments is valid JSON (checked)

@@ -10,14 +10,12 @@
 package testnpm
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -105,7 +103,7 @@ func StartEverythingHTTP(t testing.TB) string {
 
 	cmd := exec.Command("node", index, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	var out lockedBuffer
+	var out testmcp.LockedBuffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	if err := cmd.Start(); err != nil {
@@ -150,29 +148,4 @@ func freePort(t testing.TB) int {
 		t.Fatalf("testnpm: release port %d: %v", port, err)
 	}
 	return port
-}
-
-// lockedBuffer collects a child's output; it may be read while the child is
-// still writing (a start-up failure is reported before Wait returns).
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte(nil), b.buf.Bytes()...)
 }

@@ -16,18 +16,11 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/antler-mcp/antler/abi"
-	"github.com/antler-mcp/antler/sdk"
+	"github.com/antler-mcp/antler/internal/guest"
+	"github.com/antler-mcp/antler/internal/pluginrpc"
 )
-
-// Handshake is the go-plugin handshake for ABI major 1.
-var Handshake = goplugin.HandshakeConfig{
-	ProtocolVersion:  abi.Major,
-	MagicCookieKey:   abi.ProcessCookieKey,
-	MagicCookieValue: abi.ProcessCookieValue,
-}
 
 // Serve serves the handlers registered with sdk until the host stops the
 // process. It exits with an error when run by hand (no host handshake).
@@ -37,47 +30,11 @@ func Serve() {
 		os.Exit(1)
 	}
 	goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig: Handshake,
+		HandshakeConfig: pluginrpc.Handshake,
 		Plugins:         goplugin.PluginSet{abi.ProcessPluginName: &grpcPlugin{}},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, grpc.ForceServerCodec(RawCodec{}))...)
-		},
+		GRPCServer:      pluginrpc.NewServer,
 	})
 }
-
-// RawCodec passes protobuf bytes through gRPC untouched: messages are
-// already encoded by abi's codec.
-type RawCodec struct{}
-
-// Marshal returns the bytes in *[]byte. Any other value (go-plugin's own
-// services on the same server: the broker that carries call_tool back to
-// the host) is protobuf.
-func (RawCodec) Marshal(v any) ([]byte, error) {
-	b, ok := v.(*[]byte)
-	if !ok {
-		if m, ok := v.(proto.Message); ok {
-			return proto.Marshal(m)
-		}
-		return nil, fmt.Errorf("raw codec: cannot marshal %T", v)
-	}
-	return *b, nil
-}
-
-// Unmarshal copies data into *[]byte, or decodes protobuf into any other value.
-func (RawCodec) Unmarshal(data []byte, v any) error {
-	b, ok := v.(*[]byte)
-	if !ok {
-		if m, ok := v.(proto.Message); ok {
-			return proto.Unmarshal(data, m)
-		}
-		return fmt.Errorf("raw codec: cannot unmarshal into %T", v)
-	}
-	*b = append((*b)[:0], data...)
-	return nil
-}
-
-// Name identifies the codec.
-func (RawCodec) Name() string { return "antler-raw" }
 
 // grpcPlugin registers the service; the client half lives in the host.
 type grpcPlugin struct {
@@ -119,17 +76,10 @@ func (s *server) hostConn(id uint32) (*grpc.ClientConn, error) {
 // callTool is the CallTool of one task call: it calls the host back with
 // the call's id, under the call's deadline.
 func (s *server) callTool(ctx context.Context) func(*abi.CallToolRequest) abi.CallToolResponse {
-	md, _ := metadata.FromIncomingContext(ctx)
-	one := func(k string) string {
-		if v := md.Get(k); len(v) == 1 {
-			return v[0]
-		}
-		return ""
-	}
-	callID := one(abi.ProcessCallIDKey)
+	callID := pluginrpc.IncomingValue(ctx, abi.ProcessCallIDKey)
 	// Dial at once: the host serves the stream from this call on, and
 	// go-plugin forgets a stream nobody dials within seconds.
-	id, perr := strconv.ParseUint(one(abi.ProcessBrokerIDKey), 10, 32)
+	id, perr := strconv.ParseUint(pluginrpc.IncomingValue(ctx, abi.ProcessBrokerIDKey), 10, 32)
 	var conn *grpc.ClientConn
 	var derr error
 	if perr == nil && callID != "" {
@@ -144,9 +94,9 @@ func (s *server) callTool(ctx context.Context) func(*abi.CallToolRequest) abi.Ca
 		}
 		var e abi.Encoder
 		req.Encode(&e)
-		in, out := e.Bytes(), []byte(nil)
 		octx := metadata.AppendToOutgoingContext(ctx, abi.ProcessCallIDKey, callID)
-		if err := conn.Invoke(octx, abi.GRPCCallTool, &in, &out, grpc.ForceCodec(RawCodec{})); err != nil {
+		out, err := pluginrpc.Invoke(octx, conn, abi.GRPCCallTool, e.Bytes())
+		if err != nil {
 			return abi.CallToolResponse{Error: "the host refused the call: " + err.Error()}
 		}
 		var resp abi.CallToolResponse
@@ -158,45 +108,35 @@ func (s *server) callTool(ctx context.Context) func(*abi.CallToolRequest) abi.Ca
 }
 
 // taskHandler serves one task entry point with the call's CallTool.
-func taskHandler(op string) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
-	return func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-		var in []byte
-		if err := dec(&in); err != nil {
-			return nil, err
-		}
-		var d sdk.Dispatcher
-		out := append([]byte(nil), d.TaskWith(op, in, srv.(*server).callTool(ctx))...)
-		return &out, nil
-	}
+func taskHandler(op string) grpc.MethodHandler {
+	return pluginrpc.Unary(func(srv any, ctx context.Context, in []byte) []byte {
+		var d guest.Dispatcher
+		return append([]byte(nil), d.TaskWith(op, in, srv.(*server).callTool(ctx))...)
+	})
 }
 
 // handler adapts one dispatcher entry point to a gRPC unary method. Each
 // call gets its own Dispatcher: gRPC serves calls concurrently, and a
 // dispatcher reuses its buffers.
-func handler(run func(d *sdk.Dispatcher, in []byte) []byte) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
-	return func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-		var in []byte
-		if err := dec(&in); err != nil {
-			return nil, err
-		}
-		var d sdk.Dispatcher
-		out := append([]byte(nil), run(&d, in)...)
-		return &out, nil
-	}
+func handler(run func(d *guest.Dispatcher, in []byte) []byte) grpc.MethodHandler {
+	return pluginrpc.Unary(func(_ any, _ context.Context, in []byte) []byte {
+		var d guest.Dispatcher
+		return append([]byte(nil), run(&d, in)...)
+	})
 }
 
 var serviceDesc = grpc.ServiceDesc{
 	ServiceName: abi.GRPCService,
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "Info", Handler: handler(func(_ *sdk.Dispatcher, _ []byte) []byte {
+		{MethodName: "Info", Handler: handler(func(_ *guest.Dispatcher, _ []byte) []byte {
 			var e abi.Encoder
-			info := abi.Info{Major: abi.Major, Minor: abi.Minor, Features: sdk.Features()}
+			info := abi.Info{Major: abi.Major, Minor: abi.Minor, Features: guest.Features()}
 			info.Encode(&e)
 			return e.Bytes()
 		})},
-		{MethodName: "Intercept", Handler: handler((*sdk.Dispatcher).Intercept)},
-		{MethodName: "OnResult", Handler: handler((*sdk.Dispatcher).Result)},
+		{MethodName: "Intercept", Handler: handler((*guest.Dispatcher).Intercept)},
+		{MethodName: "OnResult", Handler: handler((*guest.Dispatcher).Result)},
 		{MethodName: "TaskSubmit", Handler: taskHandler("submit")},
 		{MethodName: "TaskStatus", Handler: taskHandler("status")},
 		{MethodName: "TaskCancel", Handler: taskHandler("cancel")},

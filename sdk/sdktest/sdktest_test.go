@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/internal/guest"
 	"github.com/antler-mcp/antler/sdk"
 	"github.com/antler-mcp/antler/sdk/sdktest"
 )
@@ -194,15 +195,15 @@ func (answering) Answer(req *abi.TaskAnswerRequest) abi.TaskDriverResponse {
 func TestAnswer(t *testing.T) {
 	t.Cleanup(func() { sdk.HandleTasks(nil) })
 	sdk.HandleTasks(statusOnly{})
-	if sdk.Features()&abi.FeatureTaskAnswer != 0 {
+	if guest.Features()&abi.FeatureTaskAnswer != 0 {
 		t.Error("a driver without Answer declares FeatureTaskAnswer")
 	}
 	if msg := fatalOf(func(tb testing.TB) { sdktest.Answer(tb, &abi.TaskAnswerRequest{}, nil) }); !strings.Contains(msg, "sdk.TaskAnswerer") {
 		t.Errorf("no Answer: %q", msg)
 	}
 	sdk.HandleTasks(answering{})
-	if sdk.Features()&(abi.FeatureTaskAnswer|abi.FeatureTaskDriver) != abi.FeatureTaskAnswer|abi.FeatureTaskDriver {
-		t.Errorf("features = %#x, want the driver and answer bits", sdk.Features())
+	if guest.Features()&(abi.FeatureTaskAnswer|abi.FeatureTaskDriver) != abi.FeatureTaskAnswer|abi.FeatureTaskDriver {
+		t.Errorf("features = %#x, want the driver and answer bits", guest.Features())
 	}
 	resp := sdktest.Answer(t, &abi.TaskAnswerRequest{Task: abi.TaskReference{RemoteTaskID: "7"}, Question: []byte(`{"q":1}`),
 		Action: abi.AnswerAccept, Content: []byte(`{"a":2}`), AnswerID: "ans-1"}, nil)

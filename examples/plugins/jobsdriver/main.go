@@ -49,6 +49,8 @@ func init() { sdk.HandleTasks(driver{}) }
 
 type driver struct{}
 
+var _ sdk.TaskDriver = driver{}
+
 // data reads the task's driver data (a JSON object of strings).
 func data(b []byte) map[string]string {
 	m := map[string]string{}

@@ -285,8 +285,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // their submit tools would otherwise run as plain synchronous calls.
 func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Store, dsn string, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
-	// a later edit of it is refused for task calls until a restart
-	// (reference §6.7).
+	// a later edit of it is refused for task calls until a restart.
 	frozen := snap.TaskFreeze
 	taskServers := frozen.Servers()
 	if !st.MCPTasks.Enabled {

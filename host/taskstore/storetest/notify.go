@@ -12,7 +12,7 @@ import (
 	"github.com/antler-mcp/antler/host/taskstore"
 )
 
-// The notification outbox (reference §6.11), on every engine.
+// The notification outbox (claims, retries, dead letters), on every engine.
 
 func claimNotify(t *testing.T, s *taskstore.Store, now time.Time, owner string) []taskstore.Task {
 	t.Helper()

@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every taskstore engine must
 // pass, so that SQLite and PostgreSQL keep the same lease, fencing and
-// cancellation semantics (reference §6.9).
+// cancellation semantics.
 package storetest
 
 import (

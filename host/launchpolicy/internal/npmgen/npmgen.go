@@ -221,9 +221,8 @@ func BooleanArgs(t *Tables) []string {
 	return out
 }
 
-// DeerFlowBooleanArgs is DeerFlow's _NPM_BOOLEAN_ARGS, verbatim from the
-// reference (shared/reference/deerflow-behaviour.md §8.1), which says it was
-// taken from npm 10.9.4. It is kept only to compare: the generated file lists
+// DeerFlowBooleanArgs is DeerFlow's _NPM_BOOLEAN_ARGS, verbatim: DeerFlow's
+// source says it was taken from npm 10.9.4. It is kept only to compare: the generated file lists
 // the differences, and a test fails when they change.
 const DeerFlowBooleanArgs = `--all --allow-same-version --audit --bin-links --commit-hooks --description --dev
 --diff-ignore-all-space --diff-name-only --diff-no-prefix --diff-text --dry-run

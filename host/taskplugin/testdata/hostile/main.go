@@ -25,6 +25,8 @@ func init() { sdk.HandleTasks(driver{}) }
 
 type driver struct{}
 
+var _ sdk.TaskDriver = driver{}
+
 func (driver) Submit(req *abi.TaskSubmitRequest) abi.TaskDriverResponse {
 	var args struct {
 		Mode string `json:"mode"`
