@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -49,10 +50,15 @@ type Driver struct {
 	Entry  Entry
 	SHA256 string
 
-	module backend
-	info   wasm.Info
-	log    *slog.Logger
+	module  backend
+	info    wasm.Info
+	log     *slog.Logger
+	observe CallObserver
 }
+
+// errRetryableAnswer stands for a driver answer with a retryable Error,
+// for the observer.
+var errRetryableAnswer = errors.New("the driver answered a retryable error")
 
 // LoadDriver loads a task driver entry (kind wasm or process). Its calls
 // default to DefaultDriverTimeout.
@@ -104,7 +110,7 @@ func (h *Host) LoadDriver(ctx context.Context, e Entry) (*Driver, error) {
 		return nil, fmt.Errorf("%s: the plugin is not a task driver (it does not serve %s, %s and %s)", e.Name, abi.ExportTaskSubmit, abi.ExportTaskStatus, abi.ExportTaskCancel)
 	}
 	info.SHA256 = hex.EncodeToString(sum[:])
-	return &Driver{Entry: e, SHA256: info.SHA256, module: b, info: info, log: log}, nil
+	return &Driver{Entry: e, SHA256: info.SHA256, module: b, info: info, log: log, observe: h.observer()}, nil
 }
 
 // Info describes the loaded module or process.
@@ -167,9 +173,17 @@ func (d *Driver) call(ctx context.Context, export, user string, in []byte, callT
 			return abi.CallToolResponse{Error: "call_tool is not available here"}
 		}
 	}
+	start := time.Now()
 	_, err := d.module.CallChecked(withCallTool(ctx, callTool), export, user, in, func(out []byte) error {
 		return resp.Decode(out)
 	})
+	var failed error
+	if err == nil && resp.Error != "" && !resp.Retryable {
+		failed = errors.New(resp.Error)
+	} else if err == nil && resp.Error != "" {
+		failed = errRetryableAnswer
+	}
+	d.observe(d.Entry.Name, RoleDriver, d.Entry.Kind, errors.Join(err, failed), time.Since(start))
 	if err != nil {
 		d.log.Warn("task driver call failed", "entry", export, "error", err.Error())
 		return abi.TaskDriverResponse{}, err

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/wasm"
@@ -20,10 +21,11 @@ type Plugin struct {
 	// SHA256 of the plugin file as loaded.
 	SHA256 string
 
-	module backend
-	info   wasm.Info
-	log    *slog.Logger
-	encs   sync.Pool
+	module  backend
+	info    wasm.Info
+	log     *slog.Logger
+	encs    sync.Pool
+	observe CallObserver
 }
 
 // backend carries messages to a Wasm module or a plugin process.
@@ -41,6 +43,25 @@ var _ backend = (*wasm.Module)(nil)
 type Host struct {
 	rt  *wasm.Runtime
 	log *slog.Logger
+	// observe is told every plugin call (see Observe).
+	observe CallObserver
+}
+
+// CallObserver is told each call of a plugin loaded from entry (its place
+// in the configuration, e.g. mcpInterceptors[0]) as role ("interceptor" or
+// "driver"), of kind (wasm, process), with its failure (a trap, a timeout,
+// a malformed answer or one with Error set; nil otherwise) and duration.
+// It runs on the caller's goroutine and must not block.
+type CallObserver func(entry, role, kind string, err error, d time.Duration)
+
+// Observe makes o see every call of the plugins loaded after it.
+func (h *Host) Observe(o CallObserver) { h.observe = o }
+
+func (h *Host) observer() CallObserver {
+	if h.observe == nil {
+		return func(string, string, string, error, time.Duration) {}
+	}
+	return h.observe
 }
 
 // NewHost returns a plugin host whose compiled Wasm is cached in cacheDir
@@ -125,7 +146,7 @@ func (h *Host) loadCarrier(e Entry, start func(code []byte, log *slog.Logger) (b
 		return nil, fmt.Errorf("%s: the plugin is not an interceptor (it serves neither intercept nor on_result)", e.Name)
 	}
 	digest := hex.EncodeToString(sum[:])
-	return &Plugin{Entry: e, SHA256: digest, module: b, log: log, info: wasm.Info{
+	return &Plugin{Entry: e, SHA256: digest, module: b, log: log, observe: h.observer(), info: wasm.Info{
 		Major: uint16(info.Major), Minor: uint16(info.Minor), Features: info.Features & abi.KnownFeatures, Size: len(code), SHA256: digest,
 	}}, nil
 }
@@ -175,13 +196,13 @@ func (p *Plugin) encoder() *abi.Encoder {
 
 // Intercept runs the interceptor. A trap, timeout or malformed answer, or an
 // answer with Error set, is an error: the caller fails the call closed.
-func (p *Plugin) Intercept(ctx context.Context, userID string, req *abi.InterceptRequest) (abi.InterceptResponse, error) {
-	var resp abi.InterceptResponse
+func (p *Plugin) Intercept(ctx context.Context, userID string, req *abi.InterceptRequest) (resp abi.InterceptResponse, err error) {
+	defer p.observed(time.Now(), &err)
 	enc := p.encoder()
 	defer p.encs.Put(enc)
 	req.Config = p.Entry.Config
 	req.Encode(enc)
-	_, err := p.module.CallChecked(ctx, abi.ExportIntercept, userID, enc.Bytes(), func(out []byte) error {
+	_, err = p.module.CallChecked(ctx, abi.ExportIntercept, userID, enc.Bytes(), func(out []byte) error {
 		if err := resp.Decode(out); err != nil {
 			return err
 		}
@@ -203,13 +224,13 @@ func (p *Plugin) Intercept(ctx context.Context, userID string, req *abi.Intercep
 }
 
 // OnResult runs the result hook; a nil Result in the answer keeps the result.
-func (p *Plugin) OnResult(ctx context.Context, userID string, req *abi.ResultRequest) (abi.ResultResponse, error) {
-	var resp abi.ResultResponse
+func (p *Plugin) OnResult(ctx context.Context, userID string, req *abi.ResultRequest) (resp abi.ResultResponse, err error) {
+	defer p.observed(time.Now(), &err)
 	enc := p.encoder()
 	defer p.encs.Put(enc)
 	req.Config = p.Entry.Config
 	req.Encode(enc)
-	_, err := p.module.CallChecked(ctx, abi.ExportOnResult, userID, enc.Bytes(), func(out []byte) error { return resp.Decode(out) })
+	_, err = p.module.CallChecked(ctx, abi.ExportOnResult, userID, enc.Bytes(), func(out []byte) error { return resp.Decode(out) })
 	if err != nil {
 		p.log.Warn("plugin result hook failed", "error", err.Error())
 		return resp, err
@@ -220,6 +241,17 @@ func (p *Plugin) OnResult(ctx context.Context, userID string, req *abi.ResultReq
 	}
 	return resp, nil
 }
+
+// observed reports a call that started at start and failed with *err.
+func (p *Plugin) observed(start time.Time, err *error) {
+	p.observe(p.Entry.Name, RoleInterceptor, p.Entry.Kind, *err, time.Since(start))
+}
+
+// Plugin roles, as CallObserver names them.
+const (
+	RoleInterceptor = "interceptor"
+	RoleDriver      = "driver"
+)
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

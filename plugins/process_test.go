@@ -2,8 +2,10 @@ package plugins_test
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +34,23 @@ func TestProcessPluginCrashFailsClosedAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer host.Close(context.Background())
+	var (
+		mu       sync.Mutex
+		observed []string
+	)
+	host.Observe(func(entry, role, kind string, err error, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		observed = append(observed, fmt.Sprintf("%s %s %s %v", entry, role, kind, err != nil))
+	})
+	last := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(observed) == 0 {
+			return ""
+		}
+		return observed[len(observed)-1]
+	}
 	p, err := host.Load(context.Background(), plugins.Entry{Name: "mcpInterceptors[0]", Kind: plugins.KindProcess, Path: bin})
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +66,9 @@ func TestProcessPluginCrashFailsClosedAndRestarts(t *testing.T) {
 	if err != nil || len(resp.SetHeaders) != 1 || resp.SetHeaders[0].Value != "acme" {
 		t.Fatalf("first call: %+v, %v", resp, err)
 	}
+	if got := last(); got != "mcpInterceptors[0] interceptor process false" {
+		t.Errorf("observed %q after a call that succeeded", got)
+	}
 	pid := p.PID()
 	if pid == 0 {
 		t.Fatal("no pid")
@@ -57,6 +79,9 @@ func TestProcessPluginCrashFailsClosedAndRestarts(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if _, err := call(); err == nil {
 		t.Fatal("a call to a killed plugin process succeeded")
+	}
+	if got := last(); got != "mcpInterceptors[0] interceptor process true" {
+		t.Errorf("observed %q after a call that failed", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/task"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/plugins"
@@ -25,6 +26,8 @@ type Options struct {
 	Logger   *slog.Logger
 	// Audit, when set, records each driver loaded.
 	Audit *audit.Logger
+	// Metrics, when set, counts every driver call.
+	Metrics *metrics.Metrics
 }
 
 // Load loads every plugin driver in specs and registers each under Name
@@ -42,6 +45,9 @@ func Load(ctx context.Context, specs []config.TaskDriverSpec, caller ordinary.To
 	host, err := plugins.NewHost(opts.CacheDir, log)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Metrics != nil {
+		host.Observe(opts.Metrics.PluginCall)
 	}
 	set.host = host
 	for _, spec := range specs {

@@ -416,6 +416,9 @@ func (c *Cache) loadPlugins(ext *config.Extensions) ([]*plugins.Plugin, []string
 	}
 	c.pluginsOnce.Do(func() {
 		c.pluginHost, c.pluginErr = plugins.NewHost(c.opts.PluginCacheDir, c.log)
+		if c.pluginErr == nil && c.opts.Metrics != nil {
+			c.pluginHost.Observe(c.opts.Metrics.PluginCall)
+		}
 	})
 	if c.pluginErr != nil {
 		return nil, nil, c.pluginErr

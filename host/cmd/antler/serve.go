@@ -308,7 +308,7 @@ func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Stor
 		return nil, nil, err
 	}
 	pluginDrivers, err := taskplugin.Load(ctx, snap.TaskDrivers, taskservice.CacheCaller{Cache: cache, Frozen: &frozen}, &drivers,
-		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log, Audit: auditLog})
+		taskplugin.Options{CacheDir: filepath.Join(st.DataDir, "wasm-cache-drivers"), Logger: log, Audit: auditLog, Metrics: m})
 	if err != nil {
 		return nil, nil, err
 	}
