@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -35,16 +34,7 @@ func TestSamplingAndRootsClientTakesTheDoorsPath(t *testing.T) {
 			want: "the MCP client of this session does not support elicitation", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var args map[string]any
-			_ = json.Unmarshal([]byte(tc.args), &args)
-			res := call(t, c, tc.tool, args, nil)
-			text := textOf(res)
-			if !strings.Contains(text, tc.want) {
-				t.Errorf("result %q, want %q in it", text, tc.want)
-			}
-			if tc.wantErr != (res.IsError || strings.Contains(strings.ToLower(text), "error")) {
-				t.Errorf("result %q: error %v, want %v", text, res.IsError, tc.wantErr)
-			}
+			callExpecting(t, c, tc.tool, tc.args, tc.want, tc.wantErr)
 			if !h.answeredByTheDoor(tc.tool) {
 				t.Errorf("the call of %s took mcp-go's path", tc.tool)
 			}

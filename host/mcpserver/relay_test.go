@@ -102,25 +102,7 @@ type relayHost struct {
 	*host
 	record string
 	ends   *requestEnds
-	log    *syncBuffer // the gateway's log, at debug level
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log    *lockedBuffer // the gateway's log, at debug level
 }
 
 // release lets the upstream's wait call of tag return "released <tag>".
@@ -203,7 +185,7 @@ func newRelayHost(t *testing.T, keys ...settings.Key) *relayHost {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	logs := &syncBuffer{}
+	logs := &lockedBuffer{}
 	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test",
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	ends := &requestEnds{by: map[string]chan struct{}{}, out: gw.Handler()}
@@ -414,17 +396,24 @@ func TestServerRequestsReachTheCaller(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := h.relayClient(t, tc.version, tc.answering, tc.listen)
-			var args map[string]any
-			_ = json.Unmarshal([]byte(tc.args), &args)
-			res := call(t, c, tc.tool, args, nil)
-			text := textOf(res)
-			if !strings.Contains(text, tc.want) {
-				t.Errorf("result %q, want %q in it", text, tc.want)
-			}
-			if tc.wantErr != (res.IsError || strings.Contains(strings.ToLower(text), "error")) {
-				t.Errorf("result %q: error %v, want %v", text, res.IsError, tc.wantErr)
-			}
+			callExpecting(t, c, tc.tool, tc.args, tc.want, tc.wantErr)
 		})
+	}
+}
+
+// callExpecting calls tool with args (JSON) on c and checks that the
+// result's text holds want and is an error exactly when wantErr.
+func callExpecting(t *testing.T, c *client.Client, tool, args, want string, wantErr bool) {
+	t.Helper()
+	var a map[string]any
+	_ = json.Unmarshal([]byte(args), &a)
+	res := call(t, c, tool, a, nil)
+	text := textOf(res)
+	if !strings.Contains(text, want) {
+		t.Errorf("result %q, want %q in it", text, want)
+	}
+	if wantErr != (res.IsError || strings.Contains(strings.ToLower(text), "error")) {
+		t.Errorf("result %q: error %v, want %v", text, res.IsError, wantErr)
 	}
 }
 
