@@ -24,10 +24,25 @@ import (
 // one mcp-go client session on /mcp of a real gateway on loopback, calling
 // the demo server's echo over stdio with tools/call. The session (and its
 // stdio process) is set up before the clock starts.
-func BenchmarkMCPCall(b *testing.B) {
+func BenchmarkMCPCall(b *testing.B) { benchMCPCall(b, mcp.LATEST_PROTOCOL_VERSION, "") }
+
+// BenchmarkMCPCallSession is BenchmarkMCPCall as the load benchmark's /mcp
+// rows run it: a 2025-11-25 client (a session with Mcp-Session-Id) and the
+// demo pinned to 2025-11-25, the revision TBXark/mcp-proxy speaks to it.
+func BenchmarkMCPCallSession(b *testing.B) {
+	benchMCPCall(b, mcp.ProtocolVersion20251125, mcp.ProtocolVersion20251125)
+}
+
+// benchMCPCall measures one client speaking version calling the demo,
+// whose entry pins pin (empty: none).
+func benchMCPCall(b *testing.B, version, pin string) {
 	bin := testmcp.Build(b)
 	cfg := filepath.Join(b.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"demo": {"command": %q}}}`, bin), 0o600); err != nil {
+	entry := fmt.Sprintf(`{"command": %q}`, bin)
+	if pin != "" {
+		entry = fmt.Sprintf(`{"command": %q, "protocol_version": %q}`, bin, pin)
+	}
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"demo": %s}}`, entry), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: b.TempDir()})
@@ -48,7 +63,7 @@ func BenchmarkMCPCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = version
 	init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		b.Fatal(err)

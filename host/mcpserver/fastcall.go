@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"sync"
@@ -36,10 +37,13 @@ import (
 //   - a task-augmented call, a submit or host tool, a tool mcp-go does not
 //     serve (unknown, or with x-mcp-header parameters), malformed params;
 //   - a progress token in _meta (progress streams before the result);
-//   - a client that declared sampling, elicitation or roots (the upstream
-//     may ask it something: relay.go), a 2026-07-28 call that declared a log
-//     level or carries a requestState (its rounds), a 2026-07-28 request
-//     mcp-go would refuse (header rules, unsupported version);
+//   - a session whose client declared elicitation (mcp-go asks it on the
+//     call's own stream, which only its path has; sampling and roots go on
+//     the session's GET stream, which the door's call asks through as
+//     mcp-go's would: relay.go), a 2026-07-28 call that declared any of the
+//     three or a log level or carries a requestState (its rounds), a
+//     2026-07-28 request mcp-go would refuse (header rules, unsupported
+//     version);
 //   - a session mcp-go has not registered and initialized, a version
 //     header it refuses, notifications queued for the session (flush.go:
 //     they go out on mcp-go's stream, before the result), and a session not
@@ -56,6 +60,16 @@ import (
 // a request mcp-go saw before its calls take mcp-go's path again: mcp-go's
 // idle sweeper knows only its own requests.
 const touchSlack = 8
+
+// callMessage is the part of a JSON-RPC message the door reads, its params
+// decoded in the same pass (a message whose params are not an object fails
+// to decode and is left to mcp-go, which reports it).
+type callMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  callParams      `json:"params"`
+}
 
 // callParams are the params of a tools/call (and the requestId of a
 // notifications/cancelled) the door reads.
@@ -99,12 +113,11 @@ func inflightKey(sessionID string, id json.RawMessage) string {
 
 // cancelled cancels the call a notifications/cancelled names, if the door
 // runs it; mcp-go still gets the notification for its own calls.
-func (f *fastState) cancelled(sessionID string, params json.RawMessage) {
-	var p callParams
-	if sessionID == "" || json.Unmarshal(params, &p) != nil || len(p.RequestID) == 0 {
+func (f *fastState) cancelled(sessionID string, requestID json.RawMessage) {
+	if sessionID == "" || len(requestID) == 0 {
 		return
 	}
-	if cancel, ok := f.inflight.Load(inflightKey(sessionID, p.RequestID)); ok {
+	if cancel, ok := f.inflight.Load(inflightKey(sessionID, requestID)); ok {
 		(*cancel.(*context.CancelFunc))()
 	}
 }
@@ -142,7 +155,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	if r.Method != http.MethodPost || s.cache == nil {
 		return false
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !jsonContentType(r.Header.Get("Content-Type")) {
 		return false
 	}
 	body, err := io.ReadAll(r.Body)
@@ -150,25 +163,22 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	if err != nil {
 		return false
 	}
-	var msg rpcMessage
+	var msg callMessage
 	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcp.JSONRPC_VERSION {
 		return false
 	}
+	p := &msg.Params
 	if msg.Method == string(mcp.MethodNotificationCancelled) {
 		// Only the session's owner cancels its calls: a 2026-07-28 request
 		// reaches here with any session id unchecked (that revision has no
 		// sessions), so ownership is checked here too.
 		if pr, ok := principal.FromContext(r.Context()); ok && s.owners.owns(sessionID, pr) {
-			s.fast.cancelled(sessionID, msg.Params)
+			s.fast.cancelled(sessionID, p.RequestID)
 		}
 		return false
 	}
-	params := bytes.TrimSpace(msg.Params)
-	if msg.Method != string(mcp.MethodToolsCall) || !plainID(msg.ID) || len(params) == 0 || params[0] != '{' {
-		return false
-	}
-	var p callParams
-	if json.Unmarshal(params, &p) != nil || p.Name == "" || !isNull(p.Task) || !isNull(p.RequestState) || !isNull(p.InputResponses) {
+	if msg.Method != string(mcp.MethodToolsCall) || !plainID(msg.ID) || p.Name == "" ||
+		!isNull(p.Task) || !isNull(p.RequestState) || !isNull(p.InputResponses) {
 		return false
 	}
 	if args := bytes.TrimSpace(p.Arguments); len(args) > 0 && string(args) != "null" && args[0] != '{' {
@@ -191,7 +201,10 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		if caps == nil || declaresServerRequests(*caps) || p.Meta.LogLevel() != "" {
 			return false
 		}
-		if mcp.ValidateStandardHeaders(r.Header.Get, version, mcp.MethodToolsCall, params) != nil {
+		var raw struct {
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(body, &raw) != nil || mcp.ValidateStandardHeaders(r.Header.Get, version, mcp.MethodToolsCall, bytes.TrimSpace(raw.Params)) != nil {
 			return false
 		}
 	} else {
@@ -205,7 +218,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		cs = v.(server.ClientSession)
 		info, isInfo := cs.(server.SessionWithClientInfo)
 		if _, streamable := cs.(server.SessionWithStreamableHTTPConfig); !streamable || !isInfo || !cs.Initialized() ||
-			declaresServerRequests(info.GetClientCapabilities()) || len(cs.NotificationChannel()) > 0 {
+			info.GetClientCapabilities().Elicitation != nil || len(cs.NotificationChannel()) > 0 {
 			return false
 		}
 		ctx = s.mcp.WithContext(ctx, cs)
@@ -230,10 +243,23 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		s.fast.inflight.Store(key, held)
 		defer s.fast.inflight.CompareAndDelete(key, held)
 	}
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.DebugContext(ctx, "MCP tools/call answered by the door", "tool", p.Name)
+	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: p.Name, RawArguments: p.Arguments, Meta: p.Meta}}
 	out := &fastStream{srv: s, ctx: ctx, w: w, session: cs, id: bytes.TrimSpace(msg.ID)}
 	out.answer(s.fastCall(ctx, out, snap, req, modern), modern)
 	return true
+}
+
+// jsonContentType reports whether a Content-Type is application/json (its
+// usual spelling checked without parsing it).
+func jsonContentType(ct string) bool {
+	if ct == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -306,6 +332,27 @@ var knownContent = map[string]bool{
 	mcp.ContentTypeResource: true, mcp.ContentTypeToolUse: true, mcp.ContentTypeToolResult: true,
 }
 
+// present records that a member is there, null included, without keeping
+// its value.
+type present bool
+
+func (p *present) UnmarshalJSON([]byte) error { *p = true; return nil }
+
+// contentBlock is what passThrough reads of a content block: its type.
+type contentBlock struct {
+	Type knownType `json:"type"`
+}
+
+// knownType reports whether a content block's type is a string naming one
+// of knownContent, read without decoding it (an escaped name reads as
+// unknown, which only costs the result the decoding path).
+type knownType bool
+
+func (k *knownType) UnmarshalJSON(b []byte) error {
+	*k = knownType(len(b) > 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 && knownContent[string(b[1:len(b)-1])])
+	return nil
+}
+
 // passThrough is a result as the client gets it, without decoding it into
 // mcp-go's types, when that is the same answer: content of known types, no
 // input requests or request state, and a resultType, if any, of
@@ -315,24 +362,24 @@ var knownContent = map[string]bool{
 // 2026-07-28 result gets the resultType and serverInfo mcp-go would add.
 func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage, bool) {
 	var probe struct {
-		Content       []struct{ Type any } `json:"content"`
-		ResultType    json.RawMessage      `json:"resultType"`
-		InputRequests json.RawMessage      `json:"inputRequests"`
-		RequestState  json.RawMessage      `json:"requestState"`
-		Meta          json.RawMessage      `json:"_meta"`
+		Content       []contentBlock  `json:"content"`
+		ResultType    json.RawMessage `json:"resultType"`
+		InputRequests present         `json:"inputRequests"`
+		RequestState  present         `json:"requestState"`
+		Meta          present         `json:"_meta"`
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) < 2 || raw[0] != '{' || json.Unmarshal(raw, &probe) != nil || probe.Content == nil ||
-		probe.InputRequests != nil || probe.RequestState != nil ||
+		bool(probe.InputRequests) || bool(probe.RequestState) ||
 		probe.ResultType != nil && string(probe.ResultType) != `"`+string(mcp.ResultTypeComplete)+`"` {
 		return nil, false
 	}
 	for _, c := range probe.Content {
-		if t, ok := c.Type.(string); !ok || !knownContent[t] {
+		if !c.Type {
 			return nil, false
 		}
 	}
-	if probe.ResultType != nil || probe.Meta != nil {
+	if probe.ResultType != nil || bool(probe.Meta) {
 		return s.rewriteResult(raw, modern)
 	}
 	if !modern {
@@ -430,19 +477,25 @@ func (f *fastStream) Notify(method string, params json.RawMessage) {
 		Params: mcp.NotificationParams{AdditionalFields: fields}}})
 }
 
-// Request answers the upstream at once: the client declared none of the
-// capabilities it could be asked for (serveCall's condition).
-func (f *fastStream) Request(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+// Request asks the session's client a sampling or roots request on its GET
+// stream, as mcp-go's path does (sessionRelay); anything else is answered at
+// once: a 2026-07-28 client declared nothing it could be asked, and a
+// session whose client declared elicitation takes mcp-go's path
+// (serveCall's conditions).
+func (f *fastStream) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	feature, err := featureOf(method)
 	if err != nil {
 		return nil, err
 	}
-	if f.session == nil {
+	switch {
+	case f.session == nil:
 		return nil, &upstream.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf(
 			"the MCP client of this request uses protocol %s, which has no server requests (%s goes in the call's result)",
 			mcp.ProtocolVersion20260728, method)}
+	case feature == "elicitation":
+		return nil, notSupported(feature)
 	}
-	return nil, notSupported(feature)
+	return (&sessionRelay{srv: f.srv, call: f.ctx}).Request(ctx, method, params)
 }
 
 // event writes one SSE event, upgrading the response at the first; the
@@ -469,6 +522,11 @@ func (f *fastStream) sseEvent(b []byte) {
 	_, _ = f.w.Write(buf)
 	_ = http.NewResponseController(f.w).Flush()
 }
+
+// jsonContent is the Content-Type of a JSON answer, one slice for all of
+// them (a header value is only ever replaced or appended to, never written
+// in place).
+var jsonContent = []string{"application/json"}
 
 // answer writes the call's response: the JSON-RPC envelope around a's
 // result bytes, as application/json (or the stream's last event).
@@ -502,7 +560,7 @@ func (f *fastStream) answer(a fastAnswer, modern bool) {
 		f.sseEvent(b)
 		return
 	}
-	f.w.Header().Set("Content-Type", "application/json")
+	f.w.Header()["Content-Type"] = jsonContent
 	f.w.WriteHeader(http.StatusOK)
 	_, _ = f.w.Write(append(b, '\n'))
 }

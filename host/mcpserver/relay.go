@@ -244,8 +244,11 @@ func decodeObject(raw json.RawMessage) (map[string]any, error) {
 // The log level is the call's: the one a 2026-07-28 client declared on it,
 // else the one the session set (mcp-go's default, error, if none), so a
 // 2026-07-28 upstream logs to the caller at the caller's level.
+//
+// The map is read-only: the usual one, a session's level and nothing else,
+// is shared by every call at that level (levelMeta).
 func upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
-	out := map[string]any{}
+	var out map[string]any
 	if m != nil {
 		for k, v := range m.AdditionalFields {
 			switch {
@@ -253,14 +256,23 @@ func upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
 				k == mcp.MetaKeyProtocolVersion, k == mcp.MetaKeyClientInfo, k == mcp.MetaKeyClientCapabilities:
 				continue
 			}
+			if out == nil {
+				out = map[string]any{}
+			}
 			out[k] = v
 		}
 		if m.ProgressToken != nil {
+			if out == nil {
+				out = map[string]any{}
+			}
 			out["progressToken"] = m.ProgressToken
 		}
 	}
 	if _, ok := out[mcp.MetaKeyLogLevel]; !ok && !server.IsModernRequest(ctx) {
 		if ls, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging); ok {
+			if out == nil {
+				return levelMeta(ls.GetLogLevel())
+			}
 			out[mcp.MetaKeyLogLevel] = string(ls.GetLogLevel())
 		}
 	}
@@ -268,6 +280,25 @@ func upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
 		return nil
 	}
 	return out
+}
+
+// levelMetas are levelMeta's maps, one per MCP log level.
+var levelMetas = func() map[mcp.LoggingLevel]map[string]any {
+	out := map[mcp.LoggingLevel]map[string]any{}
+	for _, l := range []mcp.LoggingLevel{mcp.LoggingLevelDebug, mcp.LoggingLevelInfo, mcp.LoggingLevelNotice,
+		mcp.LoggingLevelWarning, mcp.LoggingLevelError, mcp.LoggingLevelCritical, mcp.LoggingLevelAlert, mcp.LoggingLevelEmergency} {
+		out[l] = map[string]any{mcp.MetaKeyLogLevel: string(l)}
+	}
+	return out
+}()
+
+// levelMeta is the read-only _meta {logLevel: level}: shared for an MCP
+// level (mcp-go accepts no other from logging/setLevel), new for any other.
+func levelMeta(level mcp.LoggingLevel) map[string]any {
+	if m, ok := levelMetas[level]; ok {
+		return m
+	}
+	return map[string]any{mcp.MetaKeyLogLevel: string(level)}
 }
 
 // listeners counts the GET streams open on each streamable-HTTP session:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -101,6 +102,7 @@ type relayHost struct {
 	*host
 	record string
 	ends   *requestEnds
+	log    *lockedBuffer // the gateway's log, at debug level
 }
 
 // release lets the upstream's wait call of tag return "released <tag>".
@@ -183,11 +185,13 @@ func newRelayHost(t *testing.T, keys ...settings.Key) *relayHost {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test"})
+	logs := &lockedBuffer{}
+	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test",
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	ends := &requestEnds{by: map[string]chan struct{}{}, out: gw.Handler()}
 	srv := httptest.NewServer(ends)
 	t.Cleanup(func() { gw.Close(); srv.Close() })
-	return &relayHost{host: &host{t: t, url: srv.URL}, record: record, ends: ends}
+	return &relayHost{host: &host{t: t, url: srv.URL}, record: record, ends: ends, log: logs}
 }
 
 // recorded waits for line in the upstream's record.
@@ -253,6 +257,17 @@ func (n *notes) of(method string) []mcp.JSONRPCNotification {
 // sampling, elicitation and roots handlers, listen its GET stream.
 func (h *relayHost) relayClient(t *testing.T, version string, answering, listen bool) (*client.Client, *notes) {
 	t.Helper()
+	var copts []client.ClientOption
+	if answering {
+		copts = append(copts, client.WithSamplingHandler(answers{}), client.WithElicitationHandler(answers{}), client.WithRootsHandler(answers{}))
+	}
+	return h.clientWith(t, version, listen, copts...)
+}
+
+// clientWith opens an mcp-go client on /mcp with copts (the handlers it
+// declares), listen its GET stream.
+func (h *relayHost) clientWith(t *testing.T, version string, listen bool, copts ...client.ClientOption) (*client.Client, *notes) {
+	t.Helper()
 	var topts []transport.StreamableHTTPCOption
 	if listen {
 		topts = append(topts, transport.WithContinuousListening())
@@ -261,12 +276,8 @@ func (h *relayHost) relayClient(t *testing.T, version string, answering, listen 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var copts []client.ClientOption
 	if version != "" {
 		copts = append(copts, client.WithProtocolVersion(version))
-	}
-	if answering {
-		copts = append(copts, client.WithSamplingHandler(answers{}), client.WithElicitationHandler(answers{}), client.WithRootsHandler(answers{}))
 	}
 	c := client.NewClient(tr, copts...)
 	t.Cleanup(func() { _ = c.Close() })
@@ -385,17 +396,24 @@ func TestServerRequestsReachTheCaller(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := h.relayClient(t, tc.version, tc.answering, tc.listen)
-			var args map[string]any
-			_ = json.Unmarshal([]byte(tc.args), &args)
-			res := call(t, c, tc.tool, args, nil)
-			text := textOf(res)
-			if !strings.Contains(text, tc.want) {
-				t.Errorf("result %q, want %q in it", text, tc.want)
-			}
-			if tc.wantErr != (res.IsError || strings.Contains(strings.ToLower(text), "error")) {
-				t.Errorf("result %q: error %v, want %v", text, res.IsError, tc.wantErr)
-			}
+			callExpecting(t, c, tc.tool, tc.args, tc.want, tc.wantErr)
 		})
+	}
+}
+
+// callExpecting calls tool with args (JSON) on c and checks that the
+// result's text holds want and is an error exactly when wantErr.
+func callExpecting(t *testing.T, c *client.Client, tool, args, want string, wantErr bool) {
+	t.Helper()
+	var a map[string]any
+	_ = json.Unmarshal([]byte(args), &a)
+	res := call(t, c, tool, a, nil)
+	text := textOf(res)
+	if !strings.Contains(text, want) {
+		t.Errorf("result %q, want %q in it", text, want)
+	}
+	if wantErr != (res.IsError || strings.Contains(strings.ToLower(text), "error")) {
+		t.Errorf("result %q: error %v, want %v", text, res.IsError, wantErr)
 	}
 }
 
@@ -589,34 +607,40 @@ func TestCancellationReachesTheUpstream(t *testing.T) {
 	}
 	t.Run("2025-11-25/notifications/cancelled", func(t *testing.T) {
 		c, _ := h.relayClient(t, "2025-11-25", false, false)
-		tag := "notified"
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"up_wait","arguments":{"tag":%q}}}`, tag)
-		req, _ := http.NewRequest(http.MethodPost, h.url+"/mcp", bytes.NewBufferString(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(server.HeaderKeySessionID, c.GetSessionId())
-		req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
-		answered := make(chan string, 1)
-		go func() {
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				answered <- err.Error()
-				return
-			}
-			defer resp.Body.Close()
-			var b bytes.Buffer
-			_, _ = b.ReadFrom(resp.Body)
-			answered <- b.String()
-		}()
-		h.recorded(t, "started "+tag)
-		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-			Method: string(mcp.MethodNotificationCancelled),
-			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": "call-1", "reason": "test"}},
-		}}
-		if err := c.GetTransport().SendNotification(h.ctx(), n); err != nil {
-			t.Fatal(err)
-		}
-		h.recorded(t, "cancelled "+tag)
-		<-answered
+		h.cancelByNotification(t, c, "notified")
 	})
+}
+
+// cancelByNotification calls up_wait of tag on c's session and cancels it
+// with notifications/cancelled, which the upstream must see.
+func (h *relayHost) cancelByNotification(t *testing.T, c *client.Client, tag string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"up_wait","arguments":{"tag":%q}}}`, tag)
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/mcp", bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(server.HeaderKeySessionID, c.GetSessionId())
+	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		answered <- b.String()
+	}()
+	h.recorded(t, "started "+tag)
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": "call-1", "reason": "test"}},
+	}}
+	if err := c.GetTransport().SendNotification(h.ctx(), n); err != nil {
+		t.Fatal(err)
+	}
+	h.recorded(t, "cancelled "+tag)
+	<-answered
 }

@@ -163,10 +163,10 @@ func (s *Server) Streamable() http.Handler {
 		if r.Method == http.MethodGet && id != "" {
 			defer s.listeners.opened(id)()
 		}
-		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
 		if s.serveCall(w, r, id) {
 			return
 		}
+		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
 		if s.serveTasks(w, r, id, modern) {
 			return
 		}

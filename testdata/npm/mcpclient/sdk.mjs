@@ -13,9 +13,12 @@
 //    "protocolVersion": "2025-03-26",          // optional: offered instead of the SDK's latest
 //    "elicitation": {"action": "accept", "content": {...}},  // how to answer elicitation/create
 //    "sampling": {"text": "..."},              // how to answer sampling/createMessage
+//    "capabilities": {"sampling": {}},         // optional: declared instead of elicitation and sampling
 //    "steps": [{"op": "listTools"}, {"op": "callTool", "name": "x", "arguments": {}, "progress": true},
 //              {"op": "listResources"}, {"op": "readResource", "uri": "test://x"},
 //              {"op": "listPrompts"}, {"op": "getPrompt", "name": "p", "arguments": {}},
+//              {"op": "setLevel", "level": "info"},
+//              {"op": "callToolAbortOnLog", "name": "x", "arguments": {}},  // aborted at its first log message
 //              {"op": "callToolTask", "name": "x", "arguments": {}, "ttl": 60000}]}
 //
 // callToolTask calls the tool as a 2025-11-25 task with the SDK's
@@ -35,7 +38,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateMessageRequestSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 // OfferedVersion wraps a transport so that the initialize request offers
 // version instead of the SDK's LATEST_PROTOCOL_VERSION (the Client has no
@@ -46,6 +49,7 @@ class OfferedVersion {
     this.version = version;
     this.negotiated = undefined;
     this.initID = undefined;
+    this.sends = []; // the notifications/cancelled sent, until they are delivered
   }
   get sessionId() { return this.inner.sessionId; }
   set onmessage(fn) {
@@ -67,8 +71,12 @@ class OfferedVersion {
         msg = { ...msg, params: { ...msg.params, protocolVersion: this.version } };
       }
     }
-    return this.inner.send(msg, opts);
+    const sent = this.inner.send(msg, opts);
+    if (msg.method === 'notifications/cancelled') this.sends.push(sent.catch(() => {}));
+    return sent;
   }
+  // delivered waits for the notifications/cancelled sent so far.
+  async delivered() { await Promise.all(this.sends.splice(0)); }
   setProtocolVersion(v) { this.inner.setProtocolVersion?.(v); }
 }
 
@@ -93,7 +101,10 @@ function transportFor(plan) {
   }
 }
 
-async function runStep(client, step) {
+// onLog runs at each notifications/message the client gets.
+let onLog = () => {};
+
+async function runStep(client, transport, step) {
   switch (step.op) {
     case 'listTools':
       return { result: await client.listTools() };
@@ -121,6 +132,19 @@ async function runStep(client, step) {
       }
       return { result: messages };
     }
+    case 'setLevel':
+      return { result: await client.setLoggingLevel(step.level) };
+    case 'callToolAbortOnLog': {
+      // The SDK sends notifications/cancelled when a request's signal aborts.
+      const abort = new AbortController();
+      onLog = () => abort.abort('cancelled by the plan');
+      try {
+        return { result: await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined, { signal: abort.signal }) };
+      } finally {
+        onLog = () => {};
+        await transport.delivered(); // before the plan goes on (and closes)
+      }
+    }
     default:
       throw new Error(`unknown step ${step.op}`);
   }
@@ -135,16 +159,22 @@ async function main() {
     process.exit(2);
   }
   const out = { steps: [], elicitations: [], samplings: [] };
-  const client = new Client({ name: 'antler-sdk-test', version: '1.0.0' },
-    { capabilities: { elicitation: {}, sampling: {} } });
-  client.setRequestHandler(ElicitRequestSchema, async (req) => {
-    out.elicitations.push(req.params);
-    return plan.elicitation ?? { action: 'decline' };
-  });
-  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
-    out.samplings.push(req.params);
-    return { role: 'assistant', model: 'antler-test', content: { type: 'text', text: plan.sampling?.text ?? '' } };
-  });
+  const capabilities = plan.capabilities ?? { elicitation: {}, sampling: {} };
+  const client = new Client({ name: 'antler-sdk-test', version: '1.0.0' }, { capabilities });
+  // The SDK refuses a handler for a capability the client did not declare.
+  if (capabilities.elicitation) {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      out.elicitations.push(req.params);
+      return plan.elicitation ?? { action: 'decline' };
+    });
+  }
+  if (capabilities.sampling) {
+    client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+      out.samplings.push(req.params);
+      return { role: 'assistant', model: 'antler-test', content: { type: 'text', text: plan.sampling?.text ?? '' } };
+    });
+  }
+  client.setNotificationHandler(LoggingMessageNotificationSchema, () => onLog());
   const transport = new OfferedVersion(transportFor(plan), plan.protocolVersion);
   try {
     await client.connect(transport);
@@ -158,7 +188,7 @@ async function main() {
   out.capabilities = client.getServerCapabilities();
   for (const step of plan.steps ?? []) {
     try {
-      out.steps.push({ op: step.op, ...(await runStep(client, step)) });
+      out.steps.push({ op: step.op, ...(await runStep(client, transport, step)) });
     } catch (err) {
       out.steps.push({ op: step.op, error: String(err?.message ?? err) });
     }
