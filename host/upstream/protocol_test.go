@@ -128,3 +128,45 @@ func TestModernCallHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultRevision: with no protocol_version, a stdio server that speaks
+// both eras is spoken to in 2025-11-25, the cheaper one per call, unless it
+// declares the 2026-07-28 tasks extension (which only that revision has);
+// a pin is kept as written, and an HTTP server keeps the newest revision
+// (its stateless requests and routing headers). The whoami call shows what
+// reached the server: no per-request protocol _meta on 2025-11-25.
+func TestDefaultRevision(t *testing.T) {
+	demo, tasks := testmcp.Build(t), testmcp.BuildTasks2026(t)
+	tests := []struct {
+		name string
+		srv  config.Server
+		want string
+	}{
+		{"stdio, both eras", config.Server{Type: config.TransportStdio, Command: demo}, "2025-11-25"},
+		{"stdio, pinned 2026-07-28", config.Server{Type: config.TransportStdio, Command: demo, ProtocolVersion: "2026-07-28"}, "2026-07-28"},
+		{"stdio, pinned 2025-06-18", config.Server{Type: config.TransportStdio, Command: demo, ProtocolVersion: "2025-06-18"}, "2025-06-18"},
+		{"stdio, tasks extension", config.Server{Type: config.TransportStdio, Command: tasks, Args: []string{"-state", t.TempDir() + "/jobs.json"}}, "2026-07-28"},
+		{"http, both eras", config.Server{Type: config.TransportHTTP, URL: testmcp.StartHTTP(t, "http") + "/mcp"}, "2026-07-28"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.srv.Name = "s"
+			c := dial(t, &tc.srv, upstream.Options{})
+			if got := c.ProtocolVersion(); got != tc.want {
+				t.Fatalf("negotiated %s, want %s", got, tc.want)
+			}
+			if tc.srv.Command != demo {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			raw, err := c.CallTool(ctx, "whoami", json.RawMessage(`{}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if modern := bytes.Contains(raw, []byte(mcp.MetaKeyProtocolVersion)); modern != mcp.IsModernProtocol(tc.want) {
+				t.Errorf("protocol _meta sent: %v on %s: %s", modern, tc.want, raw)
+			}
+		})
+	}
+}

@@ -57,6 +57,12 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 // 2026-07-28 connection needs (modern), and, over HTTP, the standard
 // headers that revision derives from them.
 func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, modern bool) (json.RawMessage, error) {
+	// mcp-go numbers its requests; a string id cannot collide with them.
+	return c.sendID(ctx, mcp.NewRequestId("antler-"+strconv.FormatUint(c.requestSeq.Add(1), 10)), method, params, modern)
+}
+
+// sendID is send with the request's id given.
+func (c *Conn) sendID(ctx context.Context, id mcp.RequestId, method string, params json.RawMessage, modern bool) (json.RawMessage, error) {
 	var body any
 	if len(params) > 0 && string(params) != "null" {
 		body = params
@@ -76,10 +82,9 @@ func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, 
 			header.Set(mcp.HeaderName, name)
 		}
 	}
-	// mcp-go numbers its requests; a string id cannot collide with them.
 	req := transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId("antler-" + strconv.FormatUint(c.requestSeq.Add(1), 10)),
+		ID:      id,
 		Method:  method,
 		Params:  body,
 		Header:  header,
