@@ -164,6 +164,7 @@ type Conn struct {
 	results  *resultCap          // max_result_bytes, enforced while reading
 	requests *requestGate        // stdio only: the child's requests to the host
 	relays   *relays             // the calls in flight that relay to a client
+	raw      *rawLines           // stdio only: Antler's own requests (rawstdio.go)
 	wire     transport.Interface // the wrapped transport mcp-go uses
 	inner    transport.Interface // mcp-go's own transport, under wire
 	// resumed is the streamable HTTP session a Resume connection went
@@ -178,7 +179,7 @@ type Conn struct {
 	clientInfo   mcp.Implementation
 	meta         *protocolMeta // a 2026-07-28 connection's fixed _meta fields
 	levelMu      sync.Mutex
-	level        string // logging/setLevel on a 2026-07-28 connection
+	level        string // the level last set (logLevel)
 	// metaJSON is the `"_meta":{...}` member of requests' params for
 	// metaLevel, made without and with a Relay (see metaMember), under
 	// levelMu.
@@ -285,7 +286,7 @@ func (c *Conn) defaultRevision(ctx context.Context) (string, error) {
 		mcp.MetaKeyProtocolVersion, mcp.LATEST_PROTOCOL_VERSION, mcp.MetaKeyClientCapabilities, caps, mcp.MetaKeyClientInfo, info)
 	pctx, cancel := context.WithTimeout(ctx, discoverProbeTimeout)
 	defer cancel()
-	raw, err := c.sendID(pctx, mcp.NewRequestId("antler-discover"), string(mcp.MethodServerDiscover), params, false)
+	raw, err := c.sendID(pctx, "antler-discover", string(mcp.MethodServerDiscover), params, false)
 	var rpcErr *RPCError
 	switch {
 	case err == nil:
@@ -470,7 +471,8 @@ func (c *Conn) startStdio(env []string) (transport.Interface, error) {
 	c.requests = newRequestGate(in, c.abort)
 	out := newLineLimiter(stdout, c.results, false)
 	out.gate = c.requests
-	return transport.NewIO(out, in, nil), nil
+	c.raw = newRawLines(out, in)
+	return transport.NewIO(c.raw, in, nil), nil
 }
 
 // abort ends a stdio session whose child stopped reading its stdin while
@@ -586,6 +588,9 @@ func (c *Conn) Close() error {
 		c.cancel()
 		if c.requests != nil {
 			c.requests.close()
+		}
+		if c.raw != nil {
+			c.raw.close()
 		}
 		if c.client != nil {
 			c.closeErr = c.client.Close()

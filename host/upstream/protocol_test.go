@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/internal/conformance"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -166,6 +168,44 @@ func TestDefaultRevision(t *testing.T) {
 			}
 			if modern := bytes.Contains(raw, []byte(mcp.MetaKeyProtocolVersion)); modern != mcp.IsModernProtocol(tc.want) {
 				t.Errorf("protocol _meta sent: %v on %s: %s", modern, tc.want, raw)
+			}
+		})
+	}
+}
+
+// TestCallLogLevel: the log level a tools/call declares in its _meta (how
+// 2026-07-28 sets it, per request) is the level the upstream logs at on
+// either revision: on 2025-11-25, which has only logging/setLevel, it is
+// set first whenever it changes. The conformance fixture's
+// test_tool_with_logging sends info messages, which reach the call's relay
+// at info and not at error.
+func TestCallLogLevel(t *testing.T) {
+	bin := conformance.BuildFixture(t)
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			c := dial(t, &config.Server{Name: "conf", Type: config.TransportStdio, Command: bin, ProtocolVersion: rev}, upstream.Options{})
+			for _, tc := range []struct {
+				level string
+				logs  bool
+			}{{"info", true}, {"error", false}, {"info", true}} {
+				r := &testRelay{}
+				ctx, cancel := context.WithTimeout(upstream.WithRelay(context.Background(), r), 30*time.Second)
+				_, err := c.CallTool(ctx, "test_tool_with_logging", json.RawMessage(`{}`), map[string]any{mcp.MetaKeyLogLevel: tc.level})
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				notes, _ := r.seen()
+				var logs int
+				for _, n := range notes {
+					if strings.HasPrefix(n, string(mcp.MethodNotificationMessage)+" ") {
+						logs++
+					}
+				}
+				// (The last message may arrive after the result: two are sure.)
+				if got := logs >= 2; got != tc.logs || (!tc.logs && logs > 0) {
+					t.Errorf("at %s: %d log messages %q", tc.level, logs, notes)
+				}
 			}
 		})
 	}
