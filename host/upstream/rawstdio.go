@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/antler-mcp/antler/internal/jsonscan"
 )
 
 // Antler's own requests on a stdio connection (its raw tools/call and
@@ -230,7 +232,7 @@ func scanReply(line []byte) (reply, bool) {
 	if !json.Valid(line) {
 		return m, false
 	}
-	ok := eachMember(line, func(key, value []byte) bool {
+	ok := jsonscan.Members(line, func(key, value []byte) bool {
 		switch string(key) {
 		case "jsonrpc":
 		case "id":
@@ -276,73 +278,3 @@ func scanReply(line []byte) (reply, bool) {
 }
 
 func isNull(v json.RawMessage) bool { return v == nil || string(v) == "null" }
-
-// eachMember calls visit with each member of body, a valid JSON object,
-// in order, until visit returns false; it reports false then, or when body
-// is not an object or a key has an escape.
-func eachMember(body []byte, visit func(key, value []byte) bool) bool {
-	i := skipSpace(body, 0)
-	if i >= len(body) || body[i] != '{' {
-		return false
-	}
-	i = skipSpace(body, i+1)
-	if body[i] == '}' {
-		return true
-	}
-	for {
-		end := skipValue(body, i) // the key, a string
-		key := body[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return false
-		}
-		i = skipSpace(body, skipSpace(body, end)+1) // past the colon
-		end = skipValue(body, i)
-		if !visit(key, body[i:end:end]) {
-			return false
-		}
-		i = skipSpace(body, end)
-		if body[i] == '}' {
-			return true
-		}
-		i = skipSpace(body, i+1) // past the comma
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the value that starts at b[i] in valid JSON.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1
-			}
-			if depth < 0 {
-				return i
-			}
-		case ',', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
-}
