@@ -311,11 +311,13 @@ func (c *Conn) withCallMeta(ctx context.Context, meta map[string]any) (map[strin
 // callLogLevel makes the log level a tools/call declares in its _meta
 // (io.modelcontextprotocol/logLevel, how 2026-07-28 sets it per request)
 // the level of a connection on an earlier revision, which knows only
-// logging/setLevel: it is sent first when the level differs from the one
-// last set (a server that declares no logging is not asked). It returns the
-// _meta without the key, which means nothing to such a server. The level
-// then holds for the connection's later calls too, which on stdio are the
-// same user's and thread's.
+// logging/setLevel: on stdio it is sent first when the level differs from
+// the one last set (a server that declares no logging is not asked). It
+// returns the _meta without the key, which means nothing to such a server.
+// The level then holds for the connection's later calls too, which on stdio
+// are the same user's and thread's. A connection shared by users (HTTP,
+// SSE) is not asked: its log messages reach no caller (relay.go), and
+// callers at different levels would cost a request each.
 func (c *Conn) callLogLevel(ctx context.Context, meta map[string]any) map[string]any {
 	v, ok := meta[mcp.MetaKeyLogLevel]
 	if !ok {
@@ -324,7 +326,7 @@ func (c *Conn) callLogLevel(ctx context.Context, meta map[string]any) map[string
 	out := maps.Clone(meta)
 	delete(out, mcp.MetaKeyLogLevel)
 	level := fmt.Sprint(v)
-	if !c.declaresLogging() || level == c.logLevel() {
+	if c.relays.shared || !c.declaresLogging() || level == c.logLevel() {
 		return out
 	}
 	params, err := json.Marshal(mcp.SetLevelParams{Level: mcp.LoggingLevel(level)})
