@@ -98,8 +98,8 @@ func (l *rawLines) next() []byte {
 
 // take delivers line if it is the reply to a registered request.
 func (l *rawLines) take(line []byte) bool {
-	if !bytes.Contains(line, []byte(`"antler-`)) {
-		return false // most lines: mcp-go's replies, notifications
+	if !bytes.Contains(line, []byte(`"antler-`)) && !bytes.Contains(line, []byte(`\u`)) {
+		return false // most lines: mcp-go's replies, notifications (an id may be spelled with escapes)
 	}
 	msg, ok := scanReply(bytes.TrimRight(line, "\r\n"))
 	if !ok {

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"testing"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // TestScanReply: which stdout lines rawLines reads as the reply to one of
@@ -42,6 +44,41 @@ func TestScanReply(t *testing.T) {
 			}
 			if string(m.id) != tc.id || string(m.result) != tc.result || string(m.err) != tc.err {
 				t.Errorf("id %s result %s error %s; want %s, %s, %s", m.id, m.result, m.err, tc.id, tc.result, tc.err)
+			}
+		})
+	}
+}
+
+// TestRawLinesTake: a reply line reaches the request waiting for its id,
+// however the server spelled the id, and once; any other line, or a reply
+// nobody waits for, is left to mcp-go.
+func TestRawLinesTake(t *testing.T) {
+	tests := []struct {
+		name, line string
+		taken      bool
+	}{
+		{"plain", `{"jsonrpc":"2.0","id":"antler-1","result":{"ok":true}}` + "\n", true},
+		{"escaped id", `{"jsonrpc":"2.0","id":"\u0061ntler-1","result":{"ok":true}}` + "\r\n", true},
+		{"another id", `{"jsonrpc":"2.0","id":"antler-2","result":{}}` + "\n", false},
+		{"mcp-go's", `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n", false},
+		{"a request", `{"jsonrpc":"2.0","id":"antler-1","method":"ping"}` + "\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newRawLines(nil, nil)
+			ch := make(chan *transport.JSONRPCResponse, 1)
+			l.waiters[`"antler-1"`] = ch
+			if got := l.take([]byte(tc.line)); got != tc.taken {
+				t.Fatalf("taken %v, want %v", got, tc.taken)
+			}
+			if !tc.taken {
+				return
+			}
+			if r := <-ch; string(r.Result) != `{"ok":true}` || r.Error != nil {
+				t.Errorf("reply %s %v", r.Result, r.Error)
+			}
+			if l.take([]byte(tc.line)) {
+				t.Error("a second reply for the id was taken")
 			}
 		})
 	}
