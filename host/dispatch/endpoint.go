@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/antler-mcp/antler/host/audit"
@@ -81,6 +82,11 @@ type Endpoint struct {
 	watcher *virtualpath.Watcher
 	onNote  func(Notification)
 	audit   *audit.Logger
+
+	// lastThread is the workspace of the thread the last stdio call ran
+	// in: calls in a row are mostly one thread's, whose paths need not be
+	// built again.
+	lastThread atomic.Pointer[pinnedThread]
 
 	mu     sync.Mutex
 	conn   *upstream.Conn // HTTP and SSE: one connection for every caller
@@ -348,7 +354,7 @@ func (ep *Endpoint) Close() {
 // starting one in the thread's workspace if there is none. The caller must
 // call release when the request is over: until then the session is in
 // flight and the pool never closes it to make room.
-func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn *upstream.Conn, key sessionpool.Key, pt *pinnedThread, release func(), err error) {
+func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (*upstream.Conn, sessionpool.Key, *pinnedThread, func(), error) {
 	user, thread := req.UserID, req.ThreadID
 	if user == "" {
 		user = "default"
@@ -356,8 +362,11 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 	if thread == "" {
 		thread = workspace.DefaultThread
 	}
-	key = sessionpool.NewKey(ep.server.Name, user, thread, ep.version)
-	if ep.dataDir != "" {
+	key := sessionpool.NewKey(ep.server.Name, user, thread, ep.version)
+	var pt *pinnedThread
+	if last := ep.lastThread.Load(); ep.dataDir != "" && last != nil && last.user == user && last.thread == thread {
+		pt = last
+	} else if ep.dataDir != "" {
 		ws, err := workspace.Paths(ep.dataDir, user, thread)
 		if err != nil {
 			return nil, key, nil, nil, err
@@ -366,14 +375,23 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		if cwd == "" {
 			cwd = ws.Workspace
 		}
-		pt = &pinnedThread{Thread: ws, cwd: cwd}
+		pt = &pinnedThread{Thread: ws, cwd: cwd, user: user, thread: thread}
+		ep.lastThread.Store(pt)
 	}
 	if conn, release, ok := ep.pool.TryGet(key); ok { // the usual case: no deadline to set for the wait
 		return conn, key, pt, release, nil
 	}
+	conn, release, err := ep.start(ctx, key, pt, user, thread)
+	return conn, key, pt, release, err
+}
+
+// start is session's wait for a session the pool has no idle one of:
+// another call's start, or its own (apart, so that the usual call's
+// variables stay off the heap).
+func (ep *Endpoint) start(ctx context.Context, key sessionpool.Key, pt *pinnedThread, user, thread string) (*upstream.Conn, func(), error) {
 	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
 	defer cancel()
-	conn, release, err = ep.pool.Get(dctx, key, func(dial context.Context, exited func()) (*upstream.Conn, error) {
+	return ep.pool.Get(dctx, key, func(dial context.Context, exited func()) (*upstream.Conn, error) {
 		if pt != nil {
 			// The folders are made when a session starts, not on every call.
 			if err := pt.Create(); err != nil {
@@ -411,13 +429,14 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (conn
 		}
 		return conn, err
 	})
-	return conn, key, pt, release, err
 }
 
-// pinnedThread is the workspace a stdio request ran in.
+// pinnedThread is the workspace a stdio request ran in (read-only once
+// made: calls share it).
 type pinnedThread struct {
 	workspace.Thread
-	cwd string
+	cwd          string
+	user, thread string
 }
 
 // pinned is srv for one thread: the child runs in the thread's workspace

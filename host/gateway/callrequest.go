@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/internal/jsonscan"
 )
 
 // CallRequest is the body of POST /api/mcp/tools/{name}/call.
@@ -84,77 +85,16 @@ func scanCallFields(body []byte) (fields [len(callFieldNames)]json.RawMessage, o
 	if !json.Valid(body) {
 		return fields, false
 	}
-	i := skipSpace(body, 0)
-	if body[i] != '{' {
-		return fields, false
-	}
-	i = skipSpace(body, i+1)
-	if body[i] == '}' {
-		return fields, true
-	}
-	for {
-		end := skipValue(body, i) // the key, a string
-		key := body[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return fields, false
-		}
-		slot := -1
+	ok = jsonscan.Members(body, func(key, value []byte) bool {
 		for n, name := range callFieldNames {
 			if string(key) == name {
-				slot = n
+				fields[n] = value
+				return true
 			}
 		}
-		if slot < 0 {
-			return fields, false
-		}
-		i = skipSpace(body, skipSpace(body, end)+1) // past the colon
-		end = skipValue(body, i)
-		fields[slot] = body[i:end:end]
-		i = skipSpace(body, end)
-		if body[i] == '}' {
-			return fields, true
-		}
-		i = skipSpace(body, i+1) // past the comma
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the value that starts at b[i] in valid JSON.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			for i++; b[i] != '"'; i++ {
-				if b[i] == '\\' {
-					i++
-				}
-			}
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth--; depth == 0 {
-				return i + 1
-			}
-			if depth < 0 {
-				return i
-			}
-		case ',', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
+		return false
+	})
+	return fields, ok
 }
 
 // set validates one field of a call body and keeps it.

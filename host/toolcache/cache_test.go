@@ -408,7 +408,7 @@ func TestProtocolVersionPinning(t *testing.T) {
 	for i, v := range versions {
 		servers = append(servers, fmt.Sprintf(`"v%d": {"command": %q, "protocol_version": %q}`, i, bin, v))
 	}
-	servers = append(servers, fmt.Sprintf(`"newest": {"command": %q}`, bin))
+	servers = append(servers, fmt.Sprintf(`"unpinned": {"command": %q}`, bin))
 	b := newBundle(t, doc(servers...))
 	s := b.snap()
 	for i, v := range versions {
@@ -421,8 +421,11 @@ func TestProtocolVersionPinning(t *testing.T) {
 			t.Errorf("%s: add = %s, %v", v, raw, err)
 		}
 	}
-	if st := status(t, s, "newest"); st.ProtocolVersion != "2026-07-28" {
-		t.Errorf("unpinned negotiated %q, want the newest both speak", st.ProtocolVersion)
+	// Unpinned, a stdio server that speaks both eras and declares no tasks
+	// extension is spoken to in the cheaper one (upstream's
+	// TestDefaultRevision).
+	if st := status(t, s, "unpinned"); st.ProtocolVersion != "2025-11-25" {
+		t.Errorf("unpinned negotiated %q, want 2025-11-25, the newest handshake revision both speak", st.ProtocolVersion)
 	}
 }
 

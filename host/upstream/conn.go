@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,6 +164,7 @@ type Conn struct {
 	results  *resultCap          // max_result_bytes, enforced while reading
 	requests *requestGate        // stdio only: the child's requests to the host
 	relays   *relays             // the calls in flight that relay to a client
+	raw      *rawLines           // stdio only: Antler's own requests (rawstdio.go)
 	wire     transport.Interface // the wrapped transport mcp-go uses
 	inner    transport.Interface // mcp-go's own transport, under wire
 	// resumed is the streamable HTTP session a Resume connection went
@@ -177,7 +179,7 @@ type Conn struct {
 	clientInfo   mcp.Implementation
 	meta         *protocolMeta // a 2026-07-28 connection's fixed _meta fields
 	levelMu      sync.Mutex
-	level        string // logging/setLevel on a 2026-07-28 connection
+	level        string // the level last set (logLevel)
 	// metaJSON is the `"_meta":{...}` member of requests' params for
 	// metaLevel, made without and with a Relay (see metaMember), under
 	// levelMu.
@@ -214,10 +216,17 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		return nil, err
 	}
 	defer stop()
-	initCtx, capt := withCapture(ctx, string(mcp.MethodInitialize), string(mcp.MethodServerDiscover))
 	c.clientInfo = mcp.Implementation{Name: ClientName, Version: opts.Version}
+	version := srv.ProtocolVersion
+	if version == "" && srv.Type == config.TransportStdio {
+		if version, err = c.defaultRevision(ctx); err != nil {
+			c.Close()
+			return nil, dialError(ctx, "server/discover", err)
+		}
+	}
+	initCtx, capt := withCapture(ctx, string(mcp.MethodInitialize), string(mcp.MethodServerDiscover))
 	res, err := c.client.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: srv.ProtocolVersion,
+		ProtocolVersion: version,
 		ClientInfo:      c.clientInfo,
 	}})
 	if err != nil {
@@ -245,6 +254,70 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		}
 	}
 	return c, nil
+}
+
+// discoverProbeTimeout bounds the server/discover probe of
+// defaultRevision, as mcp-go bounds its own: a server older than the method
+// may ignore it rather than answer that it does not know it.
+const discoverProbeTimeout = 5 * time.Second
+
+// defaultRevision is the revision an unpinned stdio connection asks for
+// (protocol_version unset): the newest handshake revision, 2025-11-25, when
+// the server's server/discover lists it among its supportedVersions and its
+// capabilities do not declare the tasks extension, the one feature Antler
+// uses that only the newer revisions have; and when the probe goes
+// unanswered (a server that predates the method). Otherwise "": mcp-go
+// negotiates as it does for any unpinned server, the newest both speak. On
+// stdio 2026-07-28 buys nothing else Antler uses (there are no headers to
+// route on, and the session is the process) and costs every call its
+// per-request _meta and decorated result, about half again the server's CPU
+// for a small call on an mcp-go server (RATIONALE.md, "The default revision
+// on stdio"). An error means the connection is gone.
+func (c *Conn) defaultRevision(ctx context.Context) (string, error) {
+	caps, err := json.Marshal(c.client.GetClientCapabilities())
+	if err != nil {
+		return "", err
+	}
+	info, err := json.Marshal(c.clientInfo)
+	if err != nil {
+		return "", err
+	}
+	params := fmt.Appendf(nil, `{"_meta":{%q:%q,%q:%s,%q:%s}}`,
+		mcp.MetaKeyProtocolVersion, mcp.LATEST_PROTOCOL_VERSION, mcp.MetaKeyClientCapabilities, caps, mcp.MetaKeyClientInfo, info)
+	pctx, cancel := context.WithTimeout(ctx, discoverProbeTimeout)
+	defer cancel()
+	raw, err := c.sendID(pctx, "antler-discover", string(mcp.MethodServerDiscover), params, false)
+	var rpcErr *RPCError
+	switch {
+	case err == nil:
+		return preferLegacy(raw), nil
+	case errors.As(err, &rpcErr):
+		return "", nil // a legacy server, or one that names other revisions: mcp-go's to settle
+	case ctx.Err() == nil && pctx.Err() != nil:
+		return mcp.LATEST_LEGACY_PROTOCOL_VERSION, nil // unanswered: a server that predates the method
+	}
+	return "", err
+}
+
+// preferLegacy is defaultRevision's choice for a server's server/discover
+// result.
+func preferLegacy(discovered json.RawMessage) string {
+	var d struct {
+		SupportedVersions []string `json:"supportedVersions"`
+		Capabilities      struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"capabilities"`
+	}
+	if json.Unmarshal(discovered, &d) != nil {
+		return ""
+	}
+	if v, ok := d.Capabilities.Extensions[TaskExtension]; ok && string(v) != "null" {
+		return ""
+	}
+	if !slices.Contains(d.SupportedVersions, mcp.LATEST_LEGACY_PROTOCOL_VERSION) {
+		return ""
+	}
+	return mcp.LATEST_LEGACY_PROTOCOL_VERSION
 }
 
 // start builds the connection and starts its transport, without the
@@ -400,7 +473,8 @@ func (c *Conn) startStdio(env []string) (transport.Interface, error) {
 	c.requests = newRequestGate(in, c.abort)
 	out := newLineLimiter(stdout, c.results, false)
 	out.gate = c.requests
-	return transport.NewIO(out, in, nil), nil
+	c.raw = newRawLines(out, in)
+	return transport.NewIO(c.raw, in, nil), nil
 }
 
 // abort ends a stdio session whose child stopped reading its stdin while
@@ -516,6 +590,9 @@ func (c *Conn) Close() error {
 		c.cancel()
 		if c.requests != nil {
 			c.requests.close()
+		}
+		if c.raw != nil {
+			c.raw.close()
 		}
 		if c.client != nil {
 			c.closeErr = c.client.Close()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/upstream"
+	"github.com/antler-mcp/antler/internal/conformance"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -126,5 +128,85 @@ func TestModernCallHeaders(t *testing.T) {
 		if got := seen.Get(k); got != want {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
+	}
+}
+
+// TestDefaultRevision: with no protocol_version, a stdio server that speaks
+// both eras is spoken to in 2025-11-25, the cheaper one per call, unless it
+// declares the 2026-07-28 tasks extension (which only that revision has);
+// a pin is kept as written, and an HTTP server keeps the newest revision
+// (its stateless requests and routing headers). The whoami call shows what
+// reached the server: no per-request protocol _meta on 2025-11-25.
+func TestDefaultRevision(t *testing.T) {
+	demo, tasks := testmcp.Build(t), testmcp.BuildTasks2026(t)
+	tests := []struct {
+		name string
+		srv  config.Server
+		want string
+	}{
+		{"stdio, both eras", config.Server{Type: config.TransportStdio, Command: demo}, "2025-11-25"},
+		{"stdio, pinned 2026-07-28", config.Server{Type: config.TransportStdio, Command: demo, ProtocolVersion: "2026-07-28"}, "2026-07-28"},
+		{"stdio, pinned 2025-06-18", config.Server{Type: config.TransportStdio, Command: demo, ProtocolVersion: "2025-06-18"}, "2025-06-18"},
+		{"stdio, tasks extension", config.Server{Type: config.TransportStdio, Command: tasks, Args: []string{"-state", t.TempDir() + "/jobs.json"}}, "2026-07-28"},
+		{"http, both eras", config.Server{Type: config.TransportHTTP, URL: testmcp.StartHTTP(t, "http") + "/mcp"}, "2026-07-28"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.srv.Name = "s"
+			c := dial(t, &tc.srv, upstream.Options{})
+			if got := c.ProtocolVersion(); got != tc.want {
+				t.Fatalf("negotiated %s, want %s", got, tc.want)
+			}
+			if tc.srv.Command != demo {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			raw, err := c.CallTool(ctx, "whoami", json.RawMessage(`{}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if modern := bytes.Contains(raw, []byte(mcp.MetaKeyProtocolVersion)); modern != mcp.IsModernProtocol(tc.want) {
+				t.Errorf("protocol _meta sent: %v on %s: %s", modern, tc.want, raw)
+			}
+		})
+	}
+}
+
+// TestCallLogLevel: the log level a tools/call declares in its _meta (how
+// 2026-07-28 sets it, per request) is the level the upstream logs at on
+// either revision: on 2025-11-25, which has only logging/setLevel, it is
+// set first whenever it changes. The conformance fixture's
+// test_tool_with_logging sends info messages, which reach the call's relay
+// at info and not at error.
+func TestCallLogLevel(t *testing.T) {
+	bin := conformance.BuildFixture(t)
+	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			c := dial(t, &config.Server{Name: "conf", Type: config.TransportStdio, Command: bin, ProtocolVersion: rev}, upstream.Options{})
+			for _, tc := range []struct {
+				level string
+				logs  bool
+			}{{"info", true}, {"error", false}, {"info", true}} {
+				r := &testRelay{}
+				ctx, cancel := context.WithTimeout(upstream.WithRelay(context.Background(), r), 30*time.Second)
+				_, err := c.CallTool(ctx, "test_tool_with_logging", json.RawMessage(`{}`), map[string]any{mcp.MetaKeyLogLevel: tc.level})
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				notes, _ := r.seen()
+				var logs int
+				for _, n := range notes {
+					if strings.HasPrefix(n, string(mcp.MethodNotificationMessage)+" ") {
+						logs++
+					}
+				}
+				// (The last message may arrive after the result: two are sure.)
+				if got := logs >= 2; got != tc.logs || (!tc.logs && logs > 0) {
+					t.Errorf("at %s: %d log messages %q", tc.level, logs, notes)
+				}
+			}
+		})
 	}
 }

@@ -43,6 +43,16 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 		c.levelMu.Unlock()
 		return json.RawMessage(`{}`), nil
 	}
+	if !modern && method == string(mcp.MethodSetLogLevel) {
+		res, err := c.send(ctx, method, params, false)
+		var p mcp.SetLevelParams
+		if err == nil && json.Unmarshal(params, &p) == nil {
+			c.levelMu.Lock()
+			c.level = string(p.Level)
+			c.levelMu.Unlock()
+		}
+		return res, err
+	}
 	if modern {
 		p, err := c.withProtocolMeta(ctx, params, false)
 		if err != nil {
@@ -57,6 +67,13 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 // 2026-07-28 connection needs (modern), and, over HTTP, the standard
 // headers that revision derives from them.
 func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, modern bool) (json.RawMessage, error) {
+	// mcp-go numbers its requests; a string id cannot collide with them.
+	return c.sendID(ctx, "antler-"+strconv.FormatUint(c.requestSeq.Add(1), 10), method, params, modern)
+}
+
+// sendID is send with the request's id given; on stdio the request skips
+// mcp-go's transport (rawstdio.go) unless its result is to be captured.
+func (c *Conn) sendID(ctx context.Context, id string, method string, params json.RawMessage, modern bool) (json.RawMessage, error) {
 	var body any
 	if len(params) > 0 && string(params) != "null" {
 		body = params
@@ -76,10 +93,9 @@ func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, 
 			header.Set(mcp.HeaderName, name)
 		}
 	}
-	// mcp-go numbers its requests; a string id cannot collide with them.
 	req := transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId("antler-" + strconv.FormatUint(c.requestSeq.Add(1), 10)),
+		ID:      mcp.NewRequestId(id),
 		Method:  method,
 		Params:  body,
 		Header:  header,
@@ -87,7 +103,13 @@ func (c *Conn) send(ctx context.Context, method string, params json.RawMessage, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	resp, err := c.wire.SendRequest(ctx, req)
+	var resp *transport.JSONRPCResponse
+	var err error
+	if _, capturing := ctx.Value(captureKey{}).(*capture); c.raw != nil && !capturing {
+		resp, err = c.raw.send(ctx, c.results, c.relays, id, method, params)
+	} else {
+		resp, err = c.wire.SendRequest(ctx, req)
+	}
 	if err != nil {
 		if err := ended(ctx, err); err != nil {
 			c.cancelled(ctx, req.ID)
@@ -286,8 +308,49 @@ func (c *Conn) withCallMeta(ctx context.Context, meta map[string]any) (map[strin
 	return out, err
 }
 
-// logLevel is the level last set with logging/setLevel on a modern
-// connection, which mcp-go declares on its own requests too.
+// callLogLevel makes the log level a tools/call declares in its _meta
+// (io.modelcontextprotocol/logLevel, how 2026-07-28 sets it per request)
+// the level of a connection on an earlier revision, which knows only
+// logging/setLevel: on stdio it is sent first when the level differs from
+// the one last set (a server that declares no logging is not asked). It
+// returns the _meta without the key, which means nothing to such a server.
+// The level then holds for the connection's later calls too, which on stdio
+// are the same user's and thread's. A connection shared by users (HTTP,
+// SSE) is not asked: its log messages reach no caller (relay.go), and
+// callers at different levels would cost a request each.
+func (c *Conn) callLogLevel(ctx context.Context, meta map[string]any) map[string]any {
+	v, ok := meta[mcp.MetaKeyLogLevel]
+	if !ok {
+		return meta
+	}
+	out := maps.Clone(meta)
+	delete(out, mcp.MetaKeyLogLevel)
+	level := fmt.Sprint(v)
+	if c.relays.shared || !c.declaresLogging() || level == c.logLevel() {
+		return out
+	}
+	params, err := json.Marshal(mcp.SetLevelParams{Level: mcp.LoggingLevel(level)})
+	if err == nil {
+		_, err = c.Request(ctx, string(mcp.MethodSetLogLevel), params)
+	}
+	if err != nil {
+		c.log.Debug("upstream refused the call's log level", "level", level, "error", err)
+	}
+	return out
+}
+
+// declaresLogging reports whether the server declared the logging
+// capability.
+func (c *Conn) declaresLogging() bool {
+	var caps struct {
+		Logging json.RawMessage `json:"logging"`
+	}
+	return json.Unmarshal(c.capabilities, &caps) == nil && len(caps.Logging) > 0 && string(caps.Logging) != "null"
+}
+
+// logLevel is the level last set with logging/setLevel (or, on a
+// connection before 2026-07-28, a call's: callLogLevel), which a 2026-07-28
+// connection declares on every request, as mcp-go does on its own.
 func (c *Conn) logLevel() string {
 	c.levelMu.Lock()
 	defer c.levelMu.Unlock()

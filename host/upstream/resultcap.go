@@ -332,7 +332,9 @@ func (l *lineLimiter) early() {
 // its replacement.
 func (l *lineLimiter) endMsg(terminated bool) {
 	cut, s, data := l.cut, l.scan, !l.sse || l.sseLine.seen || l.sseLine.data
-	l.msg, l.cut, l.failed, l.scan, l.sseLine = 0, false, false, msgScan{}, sseLine{}
+	// The next message's scanner reuses the buffers (s reads them only
+	// before that message is fed).
+	l.msg, l.cut, l.failed, l.scan, l.sseLine = 0, false, false, msgScan{key: s.key[:0], idRaw: s.idRaw[:0]}, sseLine{}
 	if l.sse || (terminated && !cut) {
 		// On an event stream the blank line dispatches what passed, even
 		// the piece of a cut event, which must not run into the next.
@@ -373,7 +375,7 @@ type msgScan struct {
 	inStr, esc         bool
 	expectKey, inKey   bool
 	key                []byte // the current top-level key (bounded)
-	last               string // the top-level key whose value follows
+	last               byte   // the top-level key whose value follows: 'i' (id), 'm' (method) or 0
 	capturing          bool
 	idRaw              []byte
 	idSeen, idLong     bool
@@ -407,7 +409,14 @@ func (s *msgScan) feed(b []byte) {
 				s.inStr = false
 				if s.inKey {
 					s.inKey = false
-					s.last = string(s.key)
+					switch string(s.key) { // (no allocation)
+					case "id":
+						s.last = 'i'
+					case "method":
+						s.last = 'm'
+					default:
+						s.last = 0
+					}
 				}
 			}
 			if s.inKey && s.inStr && len(s.key) < 8 {
@@ -442,9 +451,9 @@ func (s *msgScan) feed(b []byte) {
 			if s.depth == 1 && s.expectKey {
 				s.expectKey = false
 				switch s.last {
-				case "id":
+				case 'i':
 					s.capturing, s.idRaw, s.idSeen = true, s.idRaw[:0], true
-				case "method":
+				case 'm':
 					s.method = true
 				}
 				continue
@@ -452,7 +461,7 @@ func (s *msgScan) feed(b []byte) {
 			s.capture(c)
 		case ',':
 			if s.depth == 1 {
-				s.capturing, s.expectKey, s.last = false, true, ""
+				s.capturing, s.expectKey, s.last = false, true, 0
 				continue
 			}
 			s.capture(c)

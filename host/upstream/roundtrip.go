@@ -57,6 +57,10 @@ func (c *Conn) CallToolAsTask(ctx context.Context, name string, args json.RawMes
 func (c *Conn) callParams(ctx context.Context, p callParams) (json.RawMessage, error) {
 	meta := p.Meta
 	modern := mcp.IsModernProtocol(c.protocol)
+	if !modern && len(meta) > 0 {
+		meta = c.callLogLevel(ctx, meta)
+		p.Meta = meta
+	}
 	shed := 0
 	for attempt := 1; ; attempt++ {
 		// A caller's _meta gets the protocol fields before encoding; without

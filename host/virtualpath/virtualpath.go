@@ -155,7 +155,11 @@ type Translator struct {
 // lists files the call touched (absolute host paths): their bare file names
 // are rewritten too when unambiguous.
 func NewTranslator(root, cwd string, changed []string) *Translator {
-	t := &Translator{given: filepath.Clean(root), cwd: cwd, memo: map[string]string{}, named: map[string]bool{}}
+	// The maps are made when first written: most calls translate nothing.
+	t := &Translator{given: filepath.Clean(root), cwd: cwd}
+	if len(changed) == 0 {
+		return t
+	}
 	candidates := map[string]map[string]bool{}
 	for _, p := range changed {
 		v, ok := t.Ref(p)
@@ -177,6 +181,14 @@ func NewTranslator(root, cwd string, changed []string) *Translator {
 		}
 	}
 	return t
+}
+
+// markNamed records that the result names v.
+func (t *Translator) markNamed(v string) {
+	if t.named == nil {
+		t.named = map[string]bool{}
+	}
+	t.named[v] = true
 }
 
 // Ref translates one reference: a file:// URI or a path. An absolute one is
@@ -331,6 +343,9 @@ func (t *Translator) paths(s string) (string, [][2]int) {
 		v, ok := t.memo[core]
 		if !ok {
 			v, _ = t.Ref(core)
+			if t.memo == nil {
+				t.memo = map[string]string{}
+			}
 			t.memo[core] = v
 		}
 		if v == "" {
@@ -339,7 +354,7 @@ func (t *Translator) paths(s string) (string, [][2]int) {
 		b.WriteString(s[last:m[0]])
 		written = append(written, [2]int{b.Len(), b.Len() + len(v)})
 		b.WriteString(v)
-		t.named[v] = true
+		t.markNamed(v)
 		last = m[0] + len(core)
 	}
 	if last > 0 {
@@ -390,7 +405,7 @@ func (t *Translator) bareNames(s string, skip [][2]int) string {
 		}
 		b.WriteString(s[last:i])
 		b.WriteString(t.names[match])
-		t.named[t.names[match]] = true
+		t.markNamed(t.names[match])
 		i += len(match)
 		last = i
 	}
@@ -585,7 +600,7 @@ func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
 		if s, ok := m["uri"].(string); ok {
 			if v, ok := t.Ref(s); ok {
 				m["uri"], changed = v, true
-				t.named[v] = true
+				t.markNamed(v)
 			}
 		}
 	case "resource":
@@ -593,7 +608,7 @@ func rewriteItem(item json.RawMessage, t *Translator) (json.RawMessage, bool) {
 			if s, ok := r["uri"].(string); ok {
 				if v, ok := t.Ref(s); ok {
 					r["uri"], changed = v, true
-					t.named[v] = true
+					t.markNamed(v)
 				}
 			}
 			if s, ok := r["text"].(string); ok {
