@@ -52,6 +52,9 @@ type Request struct {
 	// request must go on, a durable task's; "" means the shared
 	// connection's. Ignored for stdio and SSE.
 	Session string
+	// Door is where the request came in (metrics.DoorREST, DoorMCP or
+	// DoorTask), for the metrics; "" counts as "other".
+	Door string
 	// OnSession, when set, is told the streamable HTTP session the request
 	// went on ("" for stdio, SSE and sessionless servers) once it has been
 	// answered, so a task can be kept with it.

@@ -13,10 +13,12 @@ import (
 	"github.com/antler-mcp/antler/host/audit"
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/interceptor"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/sessionpool"
 	"github.com/antler-mcp/antler/host/upstream"
 	"github.com/antler-mcp/antler/host/virtualpath"
 	"github.com/antler-mcp/antler/host/workspace"
+	"github.com/antler-mcp/antler/internal/jsonscan"
 )
 
 // WorkspaceEnv names the variable that gives every pooled stdio child the
@@ -49,8 +51,11 @@ type Options struct {
 	// a stdio session's user and thread, none for a shared connection. It
 	// runs on the connection's reader and must not block.
 	OnNotification func(Notification)
-	// Audit, when set, records each stdio session's launch.
+	// Audit, when set, records each stdio session's launch and each call
+	// denied.
 	Audit *audit.Logger
+	// Metrics, when set, counts the tool calls by door and outcome.
+	Metrics *metrics.Metrics
 }
 
 // Notification is an unsolicited notification from a server
@@ -82,6 +87,7 @@ type Endpoint struct {
 	watcher *virtualpath.Watcher
 	onNote  func(Notification)
 	audit   *audit.Logger
+	metrics *metrics.Metrics
 
 	// lastThread is the workspace of the thread the last stdio call ran
 	// in: calls in a row are mostly one thread's, whose paths need not be
@@ -100,7 +106,7 @@ func NewEndpoint(srv *config.Server, opts Options) *Endpoint {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ep := &Endpoint{server: srv, opts: opts.Upstream, log: log, conn: opts.Conn,
-		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, watcher: opts.Watcher, onNote: opts.OnNotification, audit: opts.Audit}
+		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, watcher: opts.Watcher, onNote: opts.OnNotification, audit: opts.Audit, metrics: opts.Metrics}
 	if ep.watcher == nil {
 		ep.watcher = virtualpath.NewWatcher()
 	}
@@ -126,6 +132,44 @@ func (ep *Endpoint) Server() *config.Server { return ep.server }
 // through chain and returns the raw CallToolResult, host paths in it
 // translated for the thread. Failures, denials included, are *CallError.
 func (ep *Endpoint) Call(ctx context.Context, chain []interceptor.Interceptor, tool, exposed string, req Request) (json.RawMessage, error) {
+	if ep.metrics == nil {
+		return ep.call(ctx, chain, tool, exposed, req)
+	}
+	start := time.Now()
+	raw, err := ep.call(ctx, chain, tool, exposed, req)
+	door := req.Door
+	if door == "" {
+		door = "other"
+	}
+	ep.metrics.ToolCall(ep.server.Name, door, outcome(raw, err), time.Since(start))
+	return raw, err
+}
+
+// outcome is a call's metrics outcome: denied before it reached the
+// server, failed without a result, or the result's isError.
+func outcome(raw json.RawMessage, err error) string {
+	var ce *CallError
+	switch {
+	case errors.As(err, &ce) && ce.Denied:
+		return metrics.OutcomeDenied
+	case err != nil:
+		return metrics.OutcomeFailed
+	}
+	isError := false
+	jsonscan.Members(raw, func(key, value []byte) bool {
+		if string(key) == "isError" {
+			isError = string(value) == "true"
+			return false
+		}
+		return true
+	})
+	if isError {
+		return metrics.OutcomeToolError
+	}
+	return metrics.OutcomeOK
+}
+
+func (ep *Endpoint) call(ctx context.Context, chain []interceptor.Interceptor, tool, exposed string, req Request) (json.RawMessage, error) {
 	t := target{server: ep.server.Name, tool: tool, method: MethodCallTool, session: req.Session, onSession: req.OnSession}
 	send := func(ctx context.Context, conn *upstream.Conn, ireq *interceptor.Request, meta map[string]any) (json.RawMessage, error) {
 		if req.Task != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/apierror"
 	"github.com/antler-mcp/antler/host/dispatch"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/routing"
 	"github.com/antler-mcp/antler/host/tasktools"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -69,6 +70,7 @@ func (s *Server) callTool(c echo.Context) error {
 		UserID:    s.callerUser(c, req.UserID),
 		ThreadID:  req.ThreadID,
 		Secrets:   req.Secrets,
+		Door:      metrics.DoorREST,
 	})
 	if err != nil {
 		var ce *dispatch.CallError

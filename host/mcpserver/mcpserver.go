@@ -26,6 +26,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/host/dispatch"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/principal"
 	"github.com/antler-mcp/antler/host/settings"
 	"github.com/antler-mcp/antler/host/spectask"
@@ -557,7 +558,7 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (dispatc
 	if c.err != nil {
 		return dispatch.Request{}, c.err
 	}
-	call := dispatch.Request{Name: req.Params.Name, UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets}
+	call := dispatch.Request{Name: req.Params.Name, UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets, Door: metrics.DoorMCP}
 	var meta map[string]any
 	if req.Params.Meta != nil {
 		meta = req.Params.Meta.AdditionalFields

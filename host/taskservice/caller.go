@@ -9,6 +9,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/config"
 	"github.com/antler-mcp/antler/host/dispatch"
+	"github.com/antler-mcp/antler/host/metrics"
 	"github.com/antler-mcp/antler/host/task/ordinary"
 	"github.com/antler-mcp/antler/host/task/spectasks"
 	"github.com/antler-mcp/antler/host/toolcache"
@@ -53,7 +54,7 @@ func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json
 		secrets = nil // background calls never carry per-request credentials
 	}
 	return snap.CallServerTool(ctx, call.Server, call.Tool, dispatch.Request{
-		Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: secrets,
+		Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: secrets, Door: metrics.DoorTask,
 	}, call.RequestScopedHeaders)
 }
 
@@ -77,7 +78,7 @@ func (c SpecCaller) Call(ctx context.Context, call spectasks.Call) (spectasks.Re
 	}
 	var session string
 	req := dispatch.Request{
-		UserID: call.UserID, ThreadID: call.ThreadID, Session: call.Session,
+		UserID: call.UserID, ThreadID: call.ThreadID, Session: call.Session, Door: metrics.DoorTask,
 		OnSession: func(s string) { session = s },
 	}
 	if call.Hold != nil {

@@ -904,7 +904,7 @@ func build(ext *config.Extensions, opts Options, reserved []Tool, log *slog.Logg
 		} else {
 			st.ProtocolVersion = r.conn.ProtocolVersion()
 		}
-		eopts.Audit = opts.Audit
+		eopts.Audit, eopts.Metrics = opts.Audit, opts.Metrics
 		ep := dispatch.NewEndpoint(srv, eopts)
 		snap.endpoints[srv.Name] = ep
 		roles, missing := taskRoles(srv, r.tools)

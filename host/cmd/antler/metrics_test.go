@@ -39,6 +39,9 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 	if code, res := host.do("POST", "/api/mcp/tools/demo_echo/call", `{"arguments": {"message": "secret-argument-canary"}, "thread_id": "thread-canary"}`); code != 200 || res["isError"] == true {
 		t.Fatalf("echo: %d %v", code, res)
 	}
+	if code, res := host.do("POST", "/api/mcp/tools/demo_fail/call", `{"arguments": {"message": "no"}, "thread_id": "thread-canary"}`); code != 200 || res["isError"] != true {
+		t.Fatalf("fail: %d %v", code, res)
+	}
 	code, res := host.do("POST", "/api/mcp/tools/reports_submit_report/call", `{"arguments": {"topic": "q3", "delay_ms": 500}, "thread_id": "thread-canary"}`)
 	sc, _ := res["structuredContent"].(map[string]any)
 	id, _ := sc["task_id"].(string)
@@ -72,6 +75,10 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^antler_discovery_duration_seconds_count\{server="demo"\} 2$`),
+		regexp.MustCompile(`(?m)^antler_tool_calls_total\{door="rest",outcome="ok",server="demo"\} 1$`),
+		regexp.MustCompile(`(?m)^antler_tool_calls_total\{door="rest",outcome="tool_error",server="demo"\} 1$`),
+		regexp.MustCompile(`(?m)^antler_tool_calls_total\{door="task",outcome="ok",server="reports"\} [2-9]`),
+		regexp.MustCompile(`(?m)^antler_tool_call_duration_seconds_count\{door="rest",server="demo"\} 2$`),
 		regexp.MustCompile(`(?m)^antler_discovery_duration_seconds_count\{server="reports"\} 1$`),
 		regexp.MustCompile(`(?m)^antler_stdio_session_events_total\{event="started",server="demo"\} 1$`),
 		regexp.MustCompile(`(?m)^antler_stdio_sessions\{server="demo"\} 1$`),
