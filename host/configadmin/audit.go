@@ -41,18 +41,8 @@ func changes(before, after *config.Extensions) []audit.ServerChange {
 		return m
 	}
 	old, now := slices(before), slices(after)
-	var names []string
-	for n := range old {
-		names = append(names, n)
-	}
-	for n := range now {
-		if _, ok := old[n]; !ok {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
 	var out []audit.ServerChange
-	for _, n := range names {
+	for _, n := range unionKeys(old, now) {
 		o, hadOld := old[n]
 		c, hasNew := now[n]
 		switch {
@@ -93,7 +83,8 @@ func differingFields(a, b []byte) []string {
 	return out
 }
 
-func unionKeys(a, b map[string]json.RawMessage) []string {
+// unionKeys are the keys of a and b, sorted.
+func unionKeys[V any](a, b map[string]V) []string {
 	var keys []string
 	for k := range a {
 		keys = append(keys, k)

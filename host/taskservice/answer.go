@@ -126,9 +126,7 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 	next := nextPoll(at, snap, s.cfg)
 	ok, err = s.store.ApplyAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, toStore(snap), driverData(snap), next, at)
 	if err == nil && ok {
-		from := row.Status
-		row.Status = string(snap.Status)
-		s.auditTask(row, "answer_delivered", from)
+		s.auditMove(row, "answer_delivered", string(snap.Status))
 	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded an MCP task answer's reply after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)
@@ -150,9 +148,7 @@ func (s *Service) abandonAnswer(ctx context.Context, row taskstore.Task, ab *tas
 	msg := task.Truncate("The answer was not delivered: "+ab.Reason, task.MaxErrorChars)
 	ok, err := s.store.AbandonAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, toStore(snap), driverData(snap), msg, nextPoll(at, snap, s.cfg), at)
 	if err == nil && ok {
-		from := row.Status
-		row.Status = string(snap.Status)
-		s.auditTask(row, "answer_abandoned", from)
+		s.auditMove(row, "answer_abandoned", string(snap.Status))
 	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded an MCP task answer's abandonment after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)

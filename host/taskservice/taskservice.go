@@ -680,8 +680,11 @@ func (s *Service) UserEvents(ctx context.Context, userID string, at time.Time, i
 }
 
 // auditStatus records row's status change to status.
-func (s *Service) auditStatus(row taskstore.Task, status string) {
+func (s *Service) auditStatus(row taskstore.Task, status string) { s.auditMove(row, "status", status) }
+
+// auditMove records a change of row that moved it to status.
+func (s *Service) auditMove(row taskstore.Task, change, status string) {
 	from := row.Status
 	row.Status = status
-	s.auditTask(row, "status", from)
+	s.auditTask(row, change, from)
 }
