@@ -110,7 +110,7 @@ func (h *Host) LoadDriver(ctx context.Context, e Entry) (*Driver, error) {
 		return nil, fmt.Errorf("%s: the plugin is not a task driver (it does not serve %s, %s and %s)", e.Name, abi.ExportTaskSubmit, abi.ExportTaskStatus, abi.ExportTaskCancel)
 	}
 	info.SHA256 = hex.EncodeToString(sum[:])
-	return &Driver{Entry: e, SHA256: info.SHA256, module: b, info: info, log: log, observe: h.observer()}, nil
+	return &Driver{Entry: e, SHA256: info.SHA256, module: b, info: info, log: log, observe: h.observe}, nil
 }
 
 // Info describes the loaded module or process.
@@ -183,7 +183,9 @@ func (d *Driver) call(ctx context.Context, export, user string, in []byte, callT
 	} else if err == nil && resp.Error != "" {
 		failed = errRetryableAnswer
 	}
-	d.observe(d.Entry.Name, RoleDriver, d.Entry.Kind, errors.Join(err, failed), time.Since(start))
+	if d.observe != nil {
+		d.observe(d.Entry.Name, RoleDriver, d.Entry.Kind, errors.Join(err, failed), time.Since(start))
+	}
 	if err != nil {
 		d.log.Warn("task driver call failed", "entry", export, "error", err.Error())
 		return abi.TaskDriverResponse{}, err

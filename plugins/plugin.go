@@ -57,13 +57,6 @@ type CallObserver func(entry, role, kind string, err error, d time.Duration)
 // Observe makes o see every call of the plugins loaded after it.
 func (h *Host) Observe(o CallObserver) { h.observe = o }
 
-func (h *Host) observer() CallObserver {
-	if h.observe == nil {
-		return func(string, string, string, error, time.Duration) {}
-	}
-	return h.observe
-}
-
 // NewHost returns a plugin host whose compiled Wasm is cached in cacheDir
 // ("" keeps it in memory).
 func NewHost(cacheDir string, log *slog.Logger) (*Host, error) {
@@ -112,7 +105,7 @@ func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
 		m.Close()
 		return nil, fmt.Errorf("%s: the module is not an interceptor (it exports neither %s nor %s)", e.Name, abi.ExportIntercept, abi.ExportOnResult)
 	}
-	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: m, info: m.Info(), log: h.log.With("plugin", e.Name)}, nil
+	return &Plugin{Entry: e, SHA256: hex.EncodeToString(sum[:]), module: m, info: m.Info(), log: h.log.With("plugin", e.Name), observe: h.observe}, nil
 }
 
 // loadExtismPlugin loads a module written against an Extism PDK.
@@ -146,7 +139,7 @@ func (h *Host) loadCarrier(e Entry, start func(code []byte, log *slog.Logger) (b
 		return nil, fmt.Errorf("%s: the plugin is not an interceptor (it serves neither intercept nor on_result)", e.Name)
 	}
 	digest := hex.EncodeToString(sum[:])
-	return &Plugin{Entry: e, SHA256: digest, module: b, log: log, observe: h.observer(), info: wasm.Info{
+	return &Plugin{Entry: e, SHA256: digest, module: b, log: log, observe: h.observe, info: wasm.Info{
 		Major: uint16(info.Major), Minor: uint16(info.Minor), Features: info.Features & abi.KnownFeatures, Size: len(code), SHA256: digest,
 	}}, nil
 }
@@ -244,6 +237,9 @@ func (p *Plugin) OnResult(ctx context.Context, userID string, req *abi.ResultReq
 
 // observed reports a call that started at start and failed with *err.
 func (p *Plugin) observed(start time.Time, err *error) {
+	if p.observe == nil {
+		return
+	}
 	p.observe(p.Entry.Name, RoleInterceptor, p.Entry.Kind, *err, time.Since(start))
 }
 
