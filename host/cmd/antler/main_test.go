@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -222,7 +223,7 @@ func TestPluginCommands(t *testing.T) {
 	if code := run([]string{"plugin", "inspect", wasmFile}, &out, &errb); code != 0 {
 		t.Fatalf("inspect: exit %d\n%s", code, &errb)
 	}
-	for _, want := range []string{"abi:       1.0", "features:  intercept\n", "antler_intercept", "wasi_snapshot_preview1.fd_write"} {
+	for _, want := range []string{fmt.Sprintf("abi:       %d.%d", abi.Major, abi.Minor), "features:  intercept\n", "antler_intercept", "wasi_snapshot_preview1.fd_write"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, &out)
 		}
