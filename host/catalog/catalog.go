@@ -68,6 +68,10 @@ func New(store Store, opts Options) *Catalog {
 	return c
 }
 
+// seenMarker is the tool name (and fingerprint) of the approved row that
+// records a server as seen; no MCP tool has an empty name.
+const seenMarker = ""
+
 // definition is what a fingerprint covers: the fields an agent reads.
 type definition struct {
 	Name         string `json:"name"`
@@ -126,18 +130,28 @@ func (c *Catalog) Pin(ctx context.Context, server, policy string, tools []upstre
 		}
 		return all, fmt.Errorf("tool catalog unavailable: %w", err)
 	}
-	approved := map[string]string{}
+	approved, pending := map[string]string{}, map[string]string{}
 	for _, e := range entries {
 		if e.State == taskstore.CatalogApproved {
 			approved[e.Tool] = e.Fingerprint
+		} else {
+			pending[e.Tool] = e.Fingerprint
 		}
 	}
 	now := c.now()
-	firstSight := len(approved) == 0
+	// A server is seen for the first time when the catalog holds nothing of
+	// it, not even its marker: a server first listing no tools is still
+	// seen, so tools it adds later are drift, not a first sight.
+	firstSight := len(entries) == 0
 	var (
 		record []taskstore.CatalogEntry
+		fresh  []string // drifted tools whose definition was not pending yet
 		v      Verdict
 	)
+	if firstSight {
+		record = append(record, taskstore.CatalogEntry{Server: server, Tool: seenMarker, State: taskstore.CatalogApproved,
+			Fingerprint: seenMarker, Definition: []byte("{}"), FirstSeen: now, DecidedAt: now})
+	}
 	for _, t := range tools {
 		def, fp := canonical(t)
 		switch {
@@ -151,6 +165,9 @@ func (c *Catalog) Pin(ctx context.Context, server, policy string, tools []upstre
 			record = append(record, taskstore.CatalogEntry{Server: server, Tool: t.Name, State: taskstore.CatalogPending,
 				Fingerprint: fp, Definition: def, FirstSeen: now})
 			v.Drifted = append(v.Drifted, t.Name)
+			if pending[t.Name] != fp {
+				fresh = append(fresh, t.Name)
+			}
 			if hold {
 				v.Held = append(v.Held, t.Name)
 			} else {
@@ -161,15 +178,14 @@ func (c *Catalog) Pin(ctx context.Context, server, policy string, tools []upstre
 	if len(record) == 0 {
 		return v, nil
 	}
-	fresh, err := c.store.RecordCatalog(ctx, record)
-	if err != nil {
+	if _, err := c.store.RecordCatalog(ctx, record); err != nil {
 		if hold {
 			return Verdict{}, fmt.Errorf("tool catalog unavailable, tool_catalog hold serves no tools: %w", err)
 		}
 		return v, fmt.Errorf("tool catalog not recorded: %w", err)
 	}
-	if fresh > 0 {
-		for _, name := range v.Drifted {
+	if len(fresh) > 0 {
+		for _, name := range fresh {
 			c.audit.CatalogDrift(server, name, changeOf(approved, name), policy)
 			c.metrics.CatalogDrift(server)
 		}
@@ -219,7 +235,7 @@ func (c *Catalog) Pending(ctx context.Context) ([]Change, error) {
 	}
 	out := []Change{}
 	for _, e := range entries {
-		if e.State != taskstore.CatalogPending {
+		if e.State != taskstore.CatalogPending || e.Tool == seenMarker {
 			continue
 		}
 		ch := Change{Server: e.Server, Tool: e.Tool, Change: ChangeAdded, Approved: json.RawMessage("null"), Proposed: e.Definition, FirstSeen: e.FirstSeen}

@@ -154,3 +154,51 @@ func TestPinFailsClosedUnderHold(t *testing.T) {
 		t.Errorf("warn with the store gone: served %v, err %v; want all and an error", names(v.Served), err)
 	}
 }
+
+// TestServerFirstSeenWithoutTools: a server that lists nothing at first is
+// still seen, so a tool it adds later is drift (held under hold), not a
+// second first sight approved as it is.
+func TestServerFirstSeenWithoutTools(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := catalog.New(open(t), catalog.Options{})
+	if v, err := c.Pin(ctx, "late", config.ToolCatalogHold, nil); err != nil || len(v.Served) != 0 {
+		t.Fatalf("first sight, no tools: %+v, %v", v, err)
+	}
+	v, err := c.Pin(ctx, "late", config.ToolCatalogHold, original)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Served) != 0 || !reflect.DeepEqual(v.Held, []string{"read", "write"}) {
+		t.Errorf("tools added after a tool-less first sight: served %v, held %v; want none served, both held", names(v.Served), v.Held)
+	}
+	pending, _ := c.Pending(ctx)
+	if len(pending) != 2 || pending[0].Change != catalog.ChangeAdded {
+		t.Errorf("pending: %+v", pending)
+	}
+}
+
+// TestOnlyNewDriftIsReported: a discovery that adds one drifted tool next
+// to one already pending reports the new one alone.
+func TestOnlyNewDriftIsReported(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var auditBuf bytes.Buffer
+	c := catalog.New(open(t), catalog.Options{Audit: audit.New(&auditBuf)})
+	if _, err := c.Pin(ctx, "fs", config.ToolCatalogWarn, original); err != nil {
+		t.Fatal(err)
+	}
+	one := []upstream.Tool{original[0], tool("write", "Writes a file, differently.", `{"type":"object"}`)}
+	if _, err := c.Pin(ctx, "fs", config.ToolCatalogWarn, one); err != nil {
+		t.Fatal(err)
+	}
+	before := auditBuf.Len()
+	two := append(one, tool("notes", "Takes notes.", `{"type":"object"}`))
+	if _, err := c.Pin(ctx, "fs", config.ToolCatalogWarn, two); err != nil {
+		t.Fatal(err)
+	}
+	added := auditBuf.String()[before:]
+	if !strings.Contains(added, `"tool":"notes"`) || strings.Contains(added, `"tool":"write"`) {
+		t.Errorf("reported on the second drift:\n%s", added)
+	}
+}
