@@ -23,9 +23,11 @@ import (
 	"github.com/antler-mcp/antler/plugins"
 )
 
-// doctorTimeout bounds the whole check: a database that does not answer
-// or a plugin that hangs while loading is reported, not waited on.
-const doctorTimeout = 30 * time.Second
+// databaseTimeout bounds the database check: a database that does not
+// answer is reported, not waited on. Plugin loads are bounded per call by
+// their entries' timeouts, as when serving (compiling a large module on a
+// slow machine can take longer than any fixed bound on the whole check).
+const databaseTimeout = 15 * time.Second
 
 // checkup collects the findings of antler doctor, one line each, with what
 // to do about a failure.
@@ -61,8 +63,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), doctorTimeout)
-	defer cancel()
+	ctx := context.Background()
 	c := &checkup{w: stdout}
 
 	st, sp, err := hf.settings()
@@ -255,6 +256,8 @@ func checkDataDir(c *checkup, dir string) {
 
 // checkDatabase reads the task store's state without migrating it.
 func checkDatabase(ctx context.Context, c *checkup, dsn string) {
+	ctx, cancel := context.WithTimeout(ctx, databaseTimeout)
+	defer cancel()
 	shown := redactDSN(dsn)
 	h, err := taskstore.Check(ctx, dsn)
 	switch {
