@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/antler-mcp/antler/host/config"
-	"github.com/antler-mcp/antler/host/settings"
+	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/settings"
 )
 
 // within reports whether path is dir or inside it.

@@ -19,12 +19,12 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/antler-mcp/antler/host/gateway"
-	"github.com/antler-mcp/antler/host/principal"
-	"github.com/antler-mcp/antler/host/settings"
-	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/loadgen"
+	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
 // upstream is a real mcp-go streamable HTTP server in this process with

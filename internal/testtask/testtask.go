@@ -12,15 +12,15 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/antler-mcp/antler/host/config"
-	"github.com/antler-mcp/antler/host/envvar"
-	"github.com/antler-mcp/antler/host/task"
-	"github.com/antler-mcp/antler/host/task/ordinary"
-	"github.com/antler-mcp/antler/host/task/spectasks"
-	"github.com/antler-mcp/antler/host/taskplugin"
-	"github.com/antler-mcp/antler/host/taskservice"
-	"github.com/antler-mcp/antler/host/taskstore"
-	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/envvar"
+	"github.com/antler-mcp/antler/internal/task"
+	"github.com/antler-mcp/antler/internal/task/ordinary"
+	"github.com/antler-mcp/antler/internal/task/spectasks"
+	"github.com/antler-mcp/antler/internal/taskplugin"
+	"github.com/antler-mcp/antler/internal/taskservice"
+	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
 // ReportsToolset is the task_toolsets entry of the reports example server

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/antler-mcp/antler/plugins"
+	"github.com/antler-mcp/antler/internal/plugins"
 )
 
 // builds caches one build per source folder for the test process.
@@ -68,9 +68,17 @@ func BuildWasm(t testing.TB, dir string) string {
 	return b.path
 }
 
+// Entry is a plugin's settings as an `mcpInterceptors` entry gives them (the
+// host's own type, named here so a test outside this module can build one).
+type Entry = plugins.Entry
+
+// Plugin is a loaded plugin: Intercept runs a tool call through it as the host
+// would.
+type Plugin = plugins.Plugin
+
 // Load builds dir and loads it as a wasm plugin with entry's settings (Kind
 // and Path are filled in). The plugin and its host close when the test ends.
-func Load(t testing.TB, dir string, entry plugins.Entry) *plugins.Plugin {
+func Load(t testing.TB, dir string, entry Entry) *Plugin {
 	t.Helper()
 	entry.Kind, entry.Path = plugins.KindWasm, BuildWasm(t, dir)
 	if entry.Name == "" {

@@ -10,7 +10,7 @@ import (
 )
 
 // Diagnostics for measuring the server itself (the protocol-cost benchmark
-// in host/upstream): both are off unless their variable is set.
+// in internal/upstream): both are off unless their variable is set.
 const (
 	// envCPUProfile names a file to write a CPU profile of the whole run
 	// to; it is written when the server stops (stdin closed, or a signal).

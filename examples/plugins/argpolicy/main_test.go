@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/abi"
-	"github.com/antler-mcp/antler/plugins"
+	"github.com/antler-mcp/antler/internal/plugins"
 	"github.com/antler-mcp/antler/plugins/plugintest"
 	"github.com/antler-mcp/antler/sdk/sdktest"
 )

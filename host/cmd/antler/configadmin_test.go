@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/internal/config"
 )
 
 // adminCanary is the secret every server's header holds; no response and no

@@ -15,12 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/antler-mcp/antler/host/config"
-	"github.com/antler-mcp/antler/host/envvar"
-	"github.com/antler-mcp/antler/host/gateway"
-	"github.com/antler-mcp/antler/host/principal"
-	"github.com/antler-mcp/antler/host/taskstore"
-	"github.com/antler-mcp/antler/plugins"
+	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/envvar"
+	"github.com/antler-mcp/antler/internal/gateway"
+	"github.com/antler-mcp/antler/internal/plugins"
+	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
 // databaseTimeout bounds the database check: a database that does not

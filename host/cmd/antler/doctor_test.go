@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/antler-mcp/antler/host/taskstore/storetest"
+	"github.com/antler-mcp/antler/internal/taskstore/storetest"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/plugins/plugintest"
 )

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/antler-mcp/antler/host/config"
+	"github.com/antler-mcp/antler/internal/config"
 )
 
 // TestConfigAdminEnvVarExfiltration runs the reproduced attack against the

@@ -23,9 +23,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/antler-mcp/antler/host/config"
-	"github.com/antler-mcp/antler/host/envvar"
-	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/envvar"
+	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

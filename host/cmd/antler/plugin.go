@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/abi"
-	"github.com/antler-mcp/antler/plugins"
-	"github.com/antler-mcp/antler/wasm"
+	"github.com/antler-mcp/antler/internal/plugins"
+	"github.com/antler-mcp/antler/internal/wasm"
 )
 
 const pluginUsage = `usage:

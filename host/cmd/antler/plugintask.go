@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/antler-mcp/antler/host/task"
-	"github.com/antler-mcp/antler/host/task/ordinary"
-	"github.com/antler-mcp/antler/host/taskplugin"
-	"github.com/antler-mcp/antler/host/taskservice"
-	"github.com/antler-mcp/antler/host/toolcache"
-	"github.com/antler-mcp/antler/plugins"
+	"github.com/antler-mcp/antler/internal/plugins"
+	"github.com/antler-mcp/antler/internal/task"
+	"github.com/antler-mcp/antler/internal/task/ordinary"
+	"github.com/antler-mcp/antler/internal/taskplugin"
+	"github.com/antler-mcp/antler/internal/taskservice"
+	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
 // pluginTask runs a task driver's submit, then its status until the task

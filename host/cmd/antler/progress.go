@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
 // discoveryProgress returns the hook that prints a line per server as its

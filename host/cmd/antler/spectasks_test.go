@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/antler-mcp/antler/host/mcpserver"
+	"github.com/antler-mcp/antler/internal/mcpserver"
 )
 
 // mcpClient starts an mcp-go client speaking 2025-11-25 to a host's /mcp.

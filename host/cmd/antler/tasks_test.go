@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
-	"github.com/antler-mcp/antler/host/taskstore/storetest"
+	"github.com/antler-mcp/antler/internal/taskstore/storetest"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 

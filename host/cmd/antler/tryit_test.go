@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/antler-mcp/antler/host/toolcache"
+	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
 func TestTryItPrintsTheMCPEndpoint(t *testing.T) {

@@ -1,5 +1,5 @@
 // The dashboard end to end in headless Chromium (playwright-core), against a
-// running `antler serve`. Driven by host/dashboard's TestDashboardInChromium,
+// running `antler serve`. Driven by internal/dashboard's TestDashboardInChromium,
 // which reads its environment:
 //   ANTLER_BASE        the gateway's base URL
 //   ANTLER_ADMIN_KEY   an admin key; ANTLER_AGENT_KEY an agent key

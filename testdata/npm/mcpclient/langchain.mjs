@@ -1,7 +1,7 @@
 // langchain.mjs loads an MCP server's tools through LangChain's
 // MultiServerMCPClient (@langchain/mcp-adapters, pinned in ../package.json),
 // invokes some of them, and prints what happened as one JSON document on
-// stdout, for Go tests to assert (host/mcpserver/clients_test.go).
+// stdout, for Go tests to assert (internal/mcpserver/clients_test.go).
 //
 // The plan is JSON on stdin:
 //

@@ -1,7 +1,7 @@
 // sdk.mjs drives the official MCP TypeScript SDK client
 // (@modelcontextprotocol/sdk, pinned in ../package.json) through a plan and
 // prints what happened as one JSON document on stdout, for Go tests to
-// assert (host/mcpserver/clients_test.go). It lives under testdata/npm so that
+// assert (internal/mcpserver/clients_test.go). It lives under testdata/npm so that
 // Node's ESM resolution finds the pinned packages in ../node_modules.
 //
 // The plan is JSON on stdin:

@@ -1,0 +1,96 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/antler-mcp/antler/internal/principal"
+)
+
+// lifetimes are the sessions' lives: a request of a session-based revision
+// (2024-11-05…2025-11-25) is handled in its session's life, not its HTTP
+// request's, because the spec reads a dropped connection as nothing more
+// than that (the client resumes with Last-Event-ID and is redelivered the
+// result from the event store). Such a call still ends on
+// notifications/cancelled (mcp-go cancels below this context), on the
+// session's end (DELETE, idle expiry, Close) and on tool_call_timeout (the
+// call path's own deadline). A 2026-07-28 request has no session: closing
+// it is its cancellation, so it keeps its request's context.
+type lifetimes struct {
+	mu     sync.Mutex
+	parent context.Context
+	by     map[string]lifetime
+}
+
+type lifetime struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func newLifetimes(parent context.Context) *lifetimes {
+	return &lifetimes{parent: parent, by: map[string]lifetime{}}
+}
+
+// of is session id's life, begun on first use.
+func (l *lifetimes) of(id string) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lt, ok := l.by[id]
+	if !ok {
+		ctx, cancel := context.WithCancel(l.parent)
+		lt = lifetime{ctx, cancel}
+		l.by[id] = lt
+	}
+	return lt.ctx
+}
+
+// end cancels session id's life and everything still running in it.
+func (l *lifetimes) end(id string) {
+	l.mu.Lock()
+	lt, ok := l.by[id]
+	delete(l.by, id)
+	l.mu.Unlock()
+	if ok {
+		lt.cancel()
+	}
+}
+
+// streamableContext is mcp-go's HTTP context function for streamable HTTP:
+// withCaller's, and for a request of a live session of the caller's, the
+// session's life in place of the request's cancellation.
+func (s *Server) streamableContext(ctx context.Context, r *http.Request) context.Context {
+	ctx = withCaller(ctx, r)
+	cs := server.ClientSessionFromContext(ctx)
+	id := r.Header.Get(server.HeaderKeySessionID)
+	p, ok := principal.FromContext(r.Context())
+	if !ok || cs == nil || cs.SessionID() == "" || cs.SessionID() != id {
+		return ctx // 2026-07-28 (mcp-go's ephemeral session has no id), or initialize
+	}
+	life := s.lives.of(id)
+	if !s.owners.owns(id, p) {
+		// The session ended between mcp-go's check and here: its life
+		// must not outlive it.
+		s.lives.end(id)
+	} else {
+		s.fast.seen(id) // mcp-go reset the session's idle clock
+	}
+	return sessionBound{Context: context.WithoutCancel(ctx), life: life}
+}
+
+// sessionBound carries a request's values and its session's cancellation.
+type sessionBound struct {
+	context.Context // the request's values, without its cancellation
+	life            context.Context
+}
+
+func (c sessionBound) Deadline() (time.Time, bool) { return c.life.Deadline() }
+func (c sessionBound) Done() <-chan struct{}       { return c.life.Done() }
+func (c sessionBound) Err() error                  { return c.life.Err() }
+
+// AfterFunc lets context.WithCancel below this context register on the
+// session's life instead of starting a goroutine per request.
+func (c sessionBound) AfterFunc(f func()) (stop func() bool) { return context.AfterFunc(c.life, f) }

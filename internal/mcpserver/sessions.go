@@ -1,0 +1,259 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/antler-mcp/antler/internal/principal"
+)
+
+// owners binds every MCP session id to the principal that opened it: a
+// session id is a handle, not a credential, so a request naming another
+// principal's session is answered as if the session did not exist.
+type owners struct {
+	mu  sync.Mutex
+	by  map[string]principal.Principal
+	per map[principal.Principal]int
+}
+
+func newOwners() *owners {
+	return &owners{by: map[string]principal.Principal{}, per: map[principal.Principal]int{}}
+}
+
+// mint makes a new session id owned by p.
+func (o *owners) mint(p principal.Principal) string {
+	id := newSessionID()
+	o.mu.Lock()
+	o.by[id] = p
+	o.per[p]++
+	o.mu.Unlock()
+	return id
+}
+
+// held is the number of live sessions p owns.
+func (o *owners) held(p principal.Principal) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.per[p]
+}
+
+// owns reports whether id is a live session of p.
+func (o *owners) owns(id string, p principal.Principal) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	owner, ok := o.by[id]
+	return ok && owner == p
+}
+
+// ofUser are the live sessions of user's principals.
+func (o *owners) ofUser(user string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ids []string
+	for id, p := range o.by {
+		if p.User == user {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func (o *owners) remove(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, ok := o.by[id]
+	if !ok {
+		return
+	}
+	delete(o.by, id)
+	if o.per[p]--; o.per[p] <= 0 {
+		delete(o.per, p)
+	}
+}
+
+// sessionEnded forgets an MCP session that was deleted or idled out and
+// retires the stdio sessions of its default thread (SessionThread): nothing
+// can call into that thread again, so its processes would otherwise idle in
+// the pool until its timeout, one per ended session. A process a durable
+// task pins stays (the pool asks the Pinned hook).
+func (s *Server) sessionEnded(id string) {
+	s.owners.remove(id)
+	if s.cache != nil && id != "" {
+		s.cache.RetireThread(SessionThread(id))
+	}
+}
+
+var errSessionNotFound = errors.New("session not found")
+
+// resolver hands mcp-go a session-id manager bound to the request's
+// principal. mcp-go calls it with a nil request from its idle sweeper.
+type resolver struct{ o *owners }
+
+func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
+	m := ownedIDs{o: r.o}
+	if req != nil {
+		m.p, m.authenticated = principal.FromContext(req.Context())
+	}
+	return m
+}
+
+// ownedIDs is mcp-go's session-id manager for one request.
+type ownedIDs struct {
+	o             *owners
+	p             principal.Principal
+	authenticated bool
+}
+
+func (m ownedIDs) Generate() string {
+	if !m.authenticated {
+		return "" // no session; Streamable refuses such requests anyway
+	}
+	return m.o.mint(m.p)
+}
+
+func (m ownedIDs) Validate(id string) (isTerminated bool, err error) {
+	if !m.authenticated || !m.o.owns(id, m.p) {
+		return false, errSessionNotFound
+	}
+	return false, nil
+}
+
+func (m ownedIDs) Terminate(id string) (isNotAllowed bool, err error) {
+	if m.authenticated && !m.o.owns(id, m.p) {
+		return true, nil
+	}
+	m.o.remove(id)
+	return false, nil
+}
+
+// Streamable serves POST, GET and DELETE /mcp. A request carrying an
+// Mcp-Session-Id the caller does not own is 404, like an unknown session
+// (mcp-go does not check the id of a GET), and a GET that names no session
+// is 400 (mcp-go would open an unbound one).
+func (s *Server) Streamable() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := principal.FromContext(r.Context())
+		if !ok {
+			http.Error(w, errUnauthenticated.Error(), http.StatusUnauthorized)
+			return
+		}
+		s.used()
+		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+		id := r.Header.Get(server.HeaderKeySessionID)
+		switch {
+		case id != "" && !modern && !s.owners.owns(id, p):
+			http.Error(w, "Session not found", http.StatusNotFound)
+			return
+		case id == "" && !modern && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
+			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
+			return
+		case id == "" && r.Method == http.MethodPost && s.owners.held(p) >= s.maxSessions && isInitialize(r):
+			http.Error(w, fmt.Sprintf("too many MCP sessions: this caller already holds %d (end one with DELETE /mcp, or let one idle out)", s.maxSessions), http.StatusTooManyRequests)
+			return
+		}
+		if r.Method == http.MethodGet && id != "" {
+			defer s.listeners.opened(id)()
+		}
+		if s.serveCall(w, r, id) {
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
+		if s.serveTasks(w, r, id, modern) {
+			return
+		}
+		s.streamable.ServeHTTP(w, r)
+	})
+}
+
+// isInitialize peeks at a POST body (the gateway has buffered it, within
+// its body limit) for an initialize request, and puts the body back.
+func isInitialize(r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
+}
+
+// SSE serves GET /sse, the legacy HTTP+SSE stream; its session is bound to
+// the caller like a streamable one.
+func (s *Server) SSE() http.Handler {
+	h := s.sse.SSEHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := principal.FromContext(r.Context()); !ok {
+			http.Error(w, errUnauthenticated.Error(), http.StatusUnauthorized)
+			return
+		}
+		s.used()
+		h.ServeHTTP(&noWildcardOrigin{ResponseWriter: w, allowed: w.Header().Get(allowOrigin)}, r)
+	})
+}
+
+// Messages serves POST /messages?sessionId=..., the legacy transport's
+// requests; another principal's session id is 404.
+func (s *Server) Messages() http.Handler {
+	h := s.sse.MessageHandler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := principal.FromContext(r.Context())
+		if !ok {
+			http.Error(w, errUnauthenticated.Error(), http.StatusUnauthorized)
+			return
+		}
+		s.used()
+		if id := r.URL.Query().Get("sessionId"); id != "" && !s.owners.owns(id, p) {
+			http.Error(w, "Session not found", http.StatusNotFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+const allowOrigin = "Access-Control-Allow-Origin"
+
+// noWildcardOrigin undoes the "Access-Control-Allow-Origin: *" mcp-go's SSE
+// stream sets when it has no CORS settings of its own: the answer is what
+// the gateway's CORS middleware set (an allowed origin, or nothing), so no
+// other page can read the stream.
+type noWildcardOrigin struct {
+	http.ResponseWriter
+	allowed string
+	wrote   bool
+}
+
+func (w *noWildcardOrigin) strip() {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if w.Header().Get(allowOrigin) == "*" {
+		if w.allowed == "" {
+			w.Header().Del(allowOrigin)
+		} else {
+			w.Header().Set(allowOrigin, w.allowed)
+		}
+	}
+}
+
+func (w *noWildcardOrigin) WriteHeader(code int) { w.strip(); w.ResponseWriter.WriteHeader(code) }
+
+func (w *noWildcardOrigin) Write(b []byte) (int, error) { w.strip(); return w.ResponseWriter.Write(b) }
+
+func (w *noWildcardOrigin) Flush() {
+	w.strip()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *noWildcardOrigin) Unwrap() http.ResponseWriter { return w.ResponseWriter }

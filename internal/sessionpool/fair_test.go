@@ -1,0 +1,264 @@
+package sessionpool_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/internal/sessionpool"
+)
+
+// pins is a Pinned hook over a set of "user/thread" names that counts how
+// often it was asked about each.
+type pins struct {
+	mu    sync.Mutex
+	set   map[string]bool
+	asked map[string]int
+}
+
+func newPins(names ...string) *pins {
+	p := &pins{set: map[string]bool{}, asked: map[string]int{}}
+	for _, n := range names {
+		p.set[n] = true
+	}
+	return p
+}
+
+func (p *pins) pinned(_, user, thread string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked[user+"/"+thread]++
+	return p.set[user+"/"+thread]
+}
+
+func (p *pins) unpin(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.set, name)
+}
+
+func (p *pins) timesAsked(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.asked[name]
+}
+
+type open struct {
+	user, thread string
+	hold         bool // keep the lease: a call in flight
+}
+
+func (o open) name() string { return o.user + "/" + o.thread }
+
+func TestRoomIsMadeOnlyFromIdleUnpinnedSessions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		max, perUser int
+		pinned       []string
+		opened       []open
+		next         open
+		wantErr      error
+		wantClosed   []string
+	}{
+		{name: "a user at its limit loses its own least recently used session", max: 100, perUser: 2,
+			opened: []open{{"alice", "1", false}, {"bob", "1", false}, {"alice", "2", false}},
+			next:   open{"alice", "3", false}, wantClosed: []string{"alice/1"}},
+		{name: "a session with a call in flight is skipped", max: 100, perUser: 2,
+			opened: []open{{"alice", "1", true}, {"alice", "2", false}},
+			next:   open{"alice", "3", false}, wantClosed: []string{"alice/2"}},
+		{name: "a pinned session is skipped", max: 100, perUser: 2, pinned: []string{"alice/1"},
+			opened: []open{{"alice", "1", false}, {"alice", "2", false}},
+			next:   open{"alice", "3", false}, wantClosed: []string{"alice/2"}},
+		{name: "a user whose sessions are all busy is refused, never another user's", max: 100, perUser: 2, pinned: []string{"alice/2"},
+			opened: []open{{"bob", "1", false}, {"alice", "1", true}, {"alice", "2", false}},
+			next:   open{"alice", "3", false}, wantErr: sessionpool.ErrUserLimit},
+		{name: "a full pool closes the least recently used idle session of any user", max: 3, perUser: 3,
+			opened: []open{{"bob", "1", false}, {"alice", "1", false}, {"alice", "2", false}},
+			next:   open{"carol", "1", false}, wantClosed: []string{"bob/1"}},
+		{name: "a full pool of busy sessions refuses", max: 2, perUser: 2, pinned: []string{"bob/1"},
+			opened: []open{{"bob", "1", false}, {"alice", "1", true}},
+			next:   open{"carol", "1", false}, wantErr: sessionpool.ErrFull},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := sessionpool.New[*fakeSession](sessionpool.Options{MaxSessions: tt.max, MaxPerUser: tt.perUser, Pinned: newPins(tt.pinned...).pinned})
+			defer p.Close()
+			d := &dialer{}
+			sessions := map[string]*fakeSession{}
+			for _, o := range tt.opened {
+				s, release, err := p.Get(context.Background(), sessionpool.NewKey("s", o.user, o.thread, ""), d.dial)
+				if err != nil {
+					t.Fatalf("open %s: %v", o.name(), err)
+				}
+				if o.hold {
+					defer release()
+				} else {
+					release()
+				}
+				sessions[o.name()] = s
+			}
+			_, release, err := p.Get(context.Background(), sessionpool.NewKey("s", tt.next.user, tt.next.thread, ""), d.dial)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Get %s: %v, want %v", tt.next.name(), err, tt.wantErr)
+			}
+			want := len(tt.opened) - len(tt.wantClosed)
+			if err == nil {
+				release()
+				want++
+			}
+			for _, name := range tt.wantClosed {
+				waitFor(t, sessions[name].closed.Load)
+			}
+			if p.Len() != want {
+				t.Errorf("%d sessions, want %d (closed exactly %v)", p.Len(), want, tt.wantClosed)
+			}
+		})
+	}
+}
+
+// TestFloodingUserCannotTouchAnotherUsersSessions is the attack: one user
+// opens a session per thread for 300 threads while another user's call is
+// in flight and his durable task is active.
+func TestFloodingUserCannotTouchAnotherUsersSessions(t *testing.T) {
+	t.Parallel()
+	pinned := newPins("bob/task")
+	p := sessionpool.New[*fakeSession](sessionpool.Options{MaxSessions: 8, MaxPerUser: 4, Pinned: pinned.pinned})
+	defer p.Close()
+	d := &dialer{}
+	call, releaseCall, err := p.Get(context.Background(), sessionpool.NewKey("s", "bob", "call", ""), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := get(p, sessionpool.NewKey("s", "bob", "task", ""), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Go(func() {
+			_, err := get(p, sessionpool.NewKey("s", "mallory", strconv.Itoa(i), ""), d.dial)
+			switch {
+			case errors.Is(err, sessionpool.ErrUserLimit):
+				refused.Add(1)
+			case err != nil:
+				t.Errorf("flood call: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if call.closed.Load() || task.closed.Load() {
+		t.Fatalf("the flood closed bob's sessions: call closed %v, task closed %v", call.closed.Load(), task.closed.Load())
+	}
+	if c := p.Len(); c > 6 {
+		t.Errorf("%d sessions: mallory holds more than her 4", c)
+	}
+	releaseCall()
+	if s, _ := get(p, sessionpool.NewKey("s", "bob", "call", ""), d.dial); s != call {
+		t.Error("bob's session was replaced")
+	}
+	t.Logf("%d of 300 flood calls refused at the limit", refused.Load())
+}
+
+func TestIdleTimeoutSparesLeasedAndPinnedSessions(t *testing.T) {
+	t.Parallel()
+	pinned := newPins("alice/task")
+	p := sessionpool.New[*fakeSession](sessionpool.Options{IdleTimeout: 40 * time.Millisecond, Pinned: pinned.pinned})
+	defer p.Close()
+	d := &dialer{}
+	idle, _ := get(p, sessionpool.NewKey("s", "alice", "idle", ""), d.dial)
+	task, _ := get(p, sessionpool.NewKey("s", "alice", "task", ""), d.dial)
+	busy, release, err := p.Get(context.Background(), sessionpool.NewKey("s", "alice", "busy", ""), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, idle.closed.Load)
+	// Three janitor passes found the task's session expired and kept it; the
+	// busy session was expired as long and was never even considered.
+	waitFor(t, func() bool { return pinned.timesAsked("alice/task") >= 3 })
+	if task.closed.Load() || busy.closed.Load() {
+		t.Fatalf("idle timeout closed a pinned (%v) or leased (%v) session", task.closed.Load(), busy.closed.Load())
+	}
+	release()
+	waitFor(t, busy.closed.Load)
+	pinned.unpin("alice/task")
+	waitFor(t, task.closed.Load)
+}
+
+func TestLeaseOutlivesTheWaitOfAnotherCaller(t *testing.T) {
+	t.Parallel()
+	p := sessionpool.New[*fakeSession](sessionpool.Options{MaxPerUser: 1})
+	defer p.Close()
+	d := &dialer{}
+	s, release, err := p.Get(context.Background(), sessionpool.NewKey("s", "alice", "1", ""), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	release() // idempotent: a second release must not free someone else's lease
+	_, hold, err := p.Get(context.Background(), sessionpool.NewKey("s", "alice", "1", ""), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	if _, err := get(p, sessionpool.NewKey("s", "alice", "2", ""), d.dial); !errors.Is(err, sessionpool.ErrUserLimit) {
+		t.Errorf("second thread while the first is in a call: %v, want ErrUserLimit", err)
+	}
+	if s.closed.Load() {
+		t.Error("the leased session was closed")
+	}
+}
+
+// TestRetireThreadClosesTheThreadsSessions: an ended thread's sessions go at
+// once for every user and server, a leased one at its release, a pinned one
+// not at all; other threads' sessions stay.
+func TestRetireThreadClosesTheThreadsSessions(t *testing.T) {
+	t.Parallel()
+	pinned := newPins("carol/mcp-1")
+	p := sessionpool.New[*fakeSession](sessionpool.Options{Pinned: pinned.pinned})
+	defer p.Close()
+	d := &dialer{}
+	gone := []*fakeSession{}
+	for _, k := range []sessionpool.Key{
+		sessionpool.NewKey("s", "alice", "mcp-1", ""),
+		sessionpool.NewKey("t", "alice", "mcp-1", ""),
+		sessionpool.NewKey("s", "bob", "mcp-1", ""),
+	} {
+		s, err := get(p, k, d.dial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, s)
+	}
+	other, _ := get(p, sessionpool.NewKey("s", "alice", "mcp-2", ""), d.dial)
+	task, _ := get(p, sessionpool.NewKey("s", "carol", "mcp-1", ""), d.dial)
+	busy, release, err := p.Get(context.Background(), sessionpool.NewKey("s", "dave", "mcp-1", ""), d.dial)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p.RetireThread("mcp-1")
+	if n := p.Len(); n != 3 {
+		t.Errorf("%d sessions after RetireThread, want 3 (other thread, pinned, leased)", n)
+	}
+	for _, s := range gone {
+		waitFor(t, s.closed.Load)
+	}
+	release()
+	waitFor(t, busy.closed.Load)
+	if n := p.Len(); n != 2 {
+		t.Errorf("%d sessions after the lease ended, want 2", n)
+	}
+	if other.closed.Load() || task.closed.Load() {
+		t.Errorf("closed another thread's session (%v) or a pinned one (%v)", other.closed.Load(), task.closed.Load())
+	}
+	if s, _ := get(p, sessionpool.NewKey("s", "carol", "mcp-1", ""), d.dial); s != task {
+		t.Error("the pinned session was replaced")
+	}
+}

@@ -1,0 +1,133 @@
+package taskplugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/internal/task"
+	"github.com/antler-mcp/antler/internal/task/ordinary"
+	"github.com/antler-mcp/antler/internal/taskplugin"
+	"github.com/antler-mcp/antler/internal/taskservice"
+	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/taskstore/storetest"
+	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/toolcache"
+)
+
+// pluginReplica is one host on the shared store: its own tool cache, its
+// own loaded plugin driver and its own task service.
+func pluginReplica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
+	t.Helper()
+	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	snap, err := cache.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := taskstore.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var drivers task.Registry
+	set, err := taskplugin.Load(context.Background(), snap.TaskDrivers, taskservice.CacheCaller{Cache: cache}, &drivers, taskplugin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Close)
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
+	t.Cleanup(svc.Stop)
+	return svc, store, cache
+}
+
+// TestTwoReplicasWithAPluginDriver runs two hosts on one Postgres task table,
+// each with its own instance of the example driver (Wasm in one, a process
+// in the other), against one jobs server over HTTP: every task completes,
+// no job is ever polled by both hosts at once (the server counts concurrent
+// job_state calls per job), and a completed job is not polled again.
+func TestTwoReplicasWithAPluginDriver(t *testing.T) {
+	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
+	url := testmcp.StartBinaryHTTP(t, testmcp.BuildJobs(t), "jobs server", "http")
+	write := func(name, driver string) string {
+		p := filepath.Join(t.TempDir(), name)
+		doc := fmt.Sprintf(`{"mcpServers": {"jobs": {"type": "http", "url": %q, "task_toolsets": [{"name": "jobs",
+		  "submit_tool": "enqueue", "status_tool": "job_state", "cancel_tool": "abort_job", "driver": %s}]}}}`, url+"/mcp", driver)
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg := task.DefaultConfig()
+	cfg.Enabled, cfg.PollIntervalSeconds, cfg.LeaseSeconds = true, 1, 5
+	a, storeA, cacheA := pluginReplica(t, write("a.json", carriers[0].entry(t, exampleDriver, 10000)), dsn, cfg)
+	b, _, _ := pluginReplica(t, write("b.json", carriers[1].entry(t, exampleDriver, 10000)), dsn, cfg)
+
+	name := taskplugin.Name("jobs", "jobs")
+	var ids []string
+	for i := range 8 {
+		row, err := a.Submit(context.Background(), name, task.SubmitRequest{
+			UserID: "alice", ThreadID: "t1", ServerName: "jobs", TaskName: "jobs",
+			Arguments:  json.RawMessage(fmt.Sprintf(`{"payload": "p%d", "steps": 3, "state_delay_ms": 300}`, i)),
+			DriverData: ordinary.DriverData("enqueue", "job_state", "abort_job"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, row.ID)
+	}
+	a.Start()
+	b.Start()
+
+	deadline := time.Now().Add(90 * time.Second)
+	for _, id := range ids {
+		for {
+			row, err := storeA.Get(context.Background(), id, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.Status == "completed" {
+				if len(row.Result) == 0 {
+					t.Errorf("task %s completed without its result", id)
+				}
+				break
+			}
+			if row.Status == "failed" || time.Now().After(deadline) {
+				t.Fatalf("task %s is %s (%s)", id, row.Status, row.LastPollError)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	stats := func() (int, map[string]int) {
+		snap, err := cacheA.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := snap.Call(context.Background(), "jobs_job_stats", json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			StructuredContent struct {
+				MaxConcurrentState int            `json:"max_concurrent_state"`
+				PerJob             map[string]int `json:"state_calls_per_job"`
+			} `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res.StructuredContent.MaxConcurrentState, res.StructuredContent.PerJob
+	}
+	maxIn, before := stats()
+	if maxIn > 1 {
+		t.Errorf("a job was polled %d times at once by the two hosts", maxIn)
+	}
+	time.Sleep(2500 * time.Millisecond) // two more poll intervals on both hosts
+	if _, after := stats(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("completed jobs were polled again: %v → %v", before, after)
+	}
+}

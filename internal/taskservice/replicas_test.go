@@ -1,0 +1,109 @@
+package taskservice_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/antler-mcp/antler/host/tasknotify"
+	"github.com/antler-mcp/antler/internal/task"
+	"github.com/antler-mcp/antler/internal/task/ordinary"
+	"github.com/antler-mcp/antler/internal/taskservice"
+	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/taskstore/storetest"
+	"github.com/antler-mcp/antler/internal/toolcache"
+)
+
+// replica is one host: its own tool cache, store connection and service.
+func replica(t testing.TB, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
+	t.Helper()
+	return notifyingReplica(t, cfgPath, dsn, cfg, nil)
+}
+
+// notifyingReplica is a replica that delivers task events through notifier.
+func notifyingReplica(t testing.TB, cfgPath, dsn string, cfg task.Config, notifier tasknotify.Notifier) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
+	t.Helper()
+	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	store, err := taskstore.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var drivers task.Registry
+	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
+		t.Fatal(err)
+	}
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Notifier: notifier})
+	t.Cleanup(svc.Stop)
+	return svc, store, cache
+}
+
+// TestTwoReplicasOnOnePostgres runs two hosts on one Postgres task table
+// against one reports server: every task completes, no task is ever polled
+// by both at once (the server counts concurrent status calls per task), and
+// each completion is written exactly once.
+func TestTwoReplicasOnOnePostgres(t *testing.T) {
+	dsn := storetest.PostgresSchema(t, storetest.PostgresURL(t))
+	cfgPath := httpReports(t)
+	cfg := fastConfig()
+	cfg.LeaseSeconds = 5
+	a, storeA, cacheA := replica(t, cfgPath, dsn, cfg)
+	b, _, _ := replica(t, cfgPath, dsn, cfg)
+
+	var ids []string
+	for i := range 12 {
+		row, err := a.Submit(context.Background(), ordinary.Name, task.SubmitRequest{
+			UserID: "alice", ThreadID: "t1", ServerName: "reports", TaskName: fmt.Sprintf("report %d", i),
+			Arguments:  json.RawMessage(`{"topic": "x", "delay_ms": 1500, "slow_status_ms": 400}`),
+			DriverData: ordinary.DriverData("submit_report", "get_report_status", "cancel_report"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, row.ID)
+	}
+	a.Start()
+	b.Start()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			row, err := storeA.Get(context.Background(), id, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.Status == "completed" {
+				if row.CompletedAt.IsZero() || len(row.Result) == 0 {
+					t.Errorf("task %s completed without its result", id)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task %s is %s", id, row.Status)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	stats := serverStats(t, cacheA, "alice")
+	for remote, s := range stats.PerTask {
+		if s.MaxConcurrentStatus > 1 {
+			t.Errorf("remote task %s was polled %d times at once by the two hosts", remote, s.MaxConcurrentStatus)
+		}
+	}
+	// Each completion was written once: after it, no further status call
+	// may follow (a terminal task is never claimed again).
+	before := map[string]int{}
+	for remote, s := range stats.PerTask {
+		before[remote] = s.StatusCalls
+	}
+	time.Sleep(2500 * time.Millisecond) // two more poll intervals on both hosts
+	for remote, s := range serverStats(t, cacheA, "alice").PerTask {
+		if s.StatusCalls != before[remote] {
+			t.Errorf("completed remote task %s was polled again (%d → %d)", remote, before[remote], s.StatusCalls)
+		}
+	}
+}
