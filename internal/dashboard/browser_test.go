@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/plugins/plugintest"
 )
 
 // chromium finds the browser: $ANTLER_CHROMIUM or chromium on PATH. Outside
@@ -110,8 +111,11 @@ func TestDashboardInChromium(t *testing.T) {
 		"reports": {"enabled": true, "type": "stdio", "command": %q, "description": "A long-running reports server",
 			"task_toolsets": [{"name": "report-generation", "submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report", "respond_tool": "respond_report"}]},
 		"spare": {"enabled": false, "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"],
-			"env": {"API_TOKEN": %q}, "description": "not started"}}}`,
-		testmcp.Build(t), testmcp.BuildReports(t), spareSecret)
+			"env": {"API_TOKEN": %q}, "description": "not started"}},
+		"mcpInterceptors": ["wasm:%s"]}`,
+		testmcp.Build(t), testmcp.BuildReports(t), spareSecret,
+		// A real plugin on every call, so the plugins page shows its row.
+		plugintest.BuildWasm(t, filepath.Join(root, "examples", "plugins", "redactor")))
 	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -167,9 +167,11 @@ func (p *process) connect() (*grpc.ClientConn, error) {
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		StartTimeout:     processStartTimeout,
 		Logger:           hclog.NewNullLogger(),
-		Stderr:           io.Discard,
+		Stderr:           &stderrLog{log: p.log},
 		SyncStdout:       io.Discard,
-		SyncStderr:       io.Discard,
+		// The plugin's os.Stderr (sdk.Log) arrives here once it serves;
+		// a crash's trace arrives on Stderr.
+		SyncStderr: &stderrLog{log: p.log},
 	})
 	rpc, err := client.Client()
 	if err != nil {

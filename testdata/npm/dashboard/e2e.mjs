@@ -156,6 +156,16 @@ try {
   step = 'plugins';
   await go('plugins');
   await page.waitForSelector(metricsOn ? 'section[data-state="available"]' : '.unavailable[data-state="unavailable"]');
+  if (metricsOn) {
+    // The redactor's result hook ran on every call made above: its row
+    // counts them, with no failure.
+    const row = page.locator('#plugins tr[data-plugin="mcpInterceptors[0]"]');
+    await row.waitFor();
+    const cells = await row.locator('td').allTextContents();
+    if (cells[2] !== 'wasm' || !(Number(cells[3]) >= 1) || cells[4] !== '0') {
+      throw new Error('plugin row: ' + JSON.stringify(cells));
+    }
+  }
   await shot('plugins');
 
   step = 'agent signs in';
