@@ -79,6 +79,17 @@ type Debug struct {
 type MCPTasks struct {
 	task.Config   `yaml:",inline"`
 	Notifications Notifications `yaml:"notifications"`
+	// InputTimeout bounds how long a 2025-11-25 client's tasks/result on
+	// the MCP endpoint waits for the client's answer to a task's question
+	// (Go duration, default 5m); the task stays input_required after it.
+	InputTimeout string `yaml:"input_timeout"`
+}
+
+// TaskInputTimeout is mcp_tasks.input_timeout (0: unset, the endpoint's
+// default); Load has validated it.
+func (s Settings) TaskInputTimeout() time.Duration {
+	d, _ := time.ParseDuration(s.MCPTasks.InputTimeout)
+	return d
 }
 
 // Notifications configures event delivery to a webhook.
@@ -222,6 +233,11 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 	if s.StdioPool.IdleTimeout != "" {
 		if d, err := time.ParseDuration(s.StdioPool.IdleTimeout); err != nil || d <= 0 {
 			problems = append(problems, "stdio_pool.idle_timeout: must be a duration such as 30m")
+		}
+	}
+	if s.MCPTasks.InputTimeout != "" {
+		if d, err := time.ParseDuration(s.MCPTasks.InputTimeout); err != nil || d <= 0 {
+			problems = append(problems, "mcp_tasks.input_timeout: must be a duration such as 5m")
 		}
 	}
 	if s.MaxResultBytes < 0 || s.MaxResultBytes > 1<<40 {

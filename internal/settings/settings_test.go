@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/antler-mcp/antler/internal/envvar"
 	"github.com/antler-mcp/antler/internal/settings"
@@ -392,6 +393,7 @@ func TestMCPTasksSection(t *testing.T) {
 	path := writeSettings(t, `mcp_tasks:
   enabled: true
   poll_interval_seconds: 2
+  input_timeout: 90s
   notifications:
     webhook_url: https://hooks.example/antler
     webhook_secret: $HOOK_SECRET
@@ -404,9 +406,12 @@ func TestMCPTasksSection(t *testing.T) {
 		s.MCPTasks.Notifications.WebhookSecret != "s3cret-value" {
 		t.Errorf("mcp_tasks = %+v", s.MCPTasks)
 	}
-	bad := writeSettings(t, "mcp_tasks:\n  poll_interval_seconds: 0\n  notifications:\n    webhook_url: ftp://x\n    webhook_secret: $UNSET\n")
+	if got := s.TaskInputTimeout(); got != 90*time.Second {
+		t.Errorf("TaskInputTimeout() = %s, want 1m30s", got)
+	}
+	bad := writeSettings(t, "mcp_tasks:\n  poll_interval_seconds: 0\n  input_timeout: soon\n  notifications:\n    webhook_url: ftp://x\n    webhook_secret: $UNSET\n")
 	_, err = settings.Load(bad, env(nil))
-	for _, want := range []string{"mcp_tasks.poll_interval_seconds", "mcp_tasks.notifications.webhook_url", "mcp_tasks.notifications.webhook_secret: $UNSET"} {
+	for _, want := range []string{"mcp_tasks.poll_interval_seconds", "mcp_tasks.input_timeout: must be a duration", "mcp_tasks.notifications.webhook_url", "mcp_tasks.notifications.webhook_secret: $UNSET"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
