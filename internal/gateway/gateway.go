@@ -64,6 +64,9 @@ type Options struct {
 	HTTP HTTPOptions
 	// Version is the host version the MCP endpoint reports in serverInfo.
 	Version string
+	// TaskInputTimeout bounds how long the MCP endpoint's tasks/result
+	// waits for a client's answer to a task's question (0: its default).
+	TaskInputTimeout time.Duration
 	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
 	// (settings debug.pprof; off by default).
 	Pprof bool
@@ -143,7 +146,7 @@ func New(opts Options) *Server {
 	if opts.Tasks != nil {
 		specTasks = spectask.New(opts.Tasks, log)
 	}
-	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, SpecTasks: specTasks, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire, MaxRoundsPerPrincipal: s.http.MaxCallsPerPrincipal})
+	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, SpecTasks: specTasks, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire, MaxRoundsPerPrincipal: s.http.MaxCallsPerPrincipal, TaskInputTimeout: opts.TaskInputTimeout})
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.

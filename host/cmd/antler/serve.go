@@ -204,7 +204,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
 	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks, Catalog: cat,
 		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString(),
-		Pprof: st.Debug.Pprof}
+		Pprof: st.Debug.Pprof, TaskInputTimeout: st.TaskInputTimeout()}
 	gopts.Metrics, gopts.ServeMetrics, gopts.Audit = m, st.MetricsListen == "", auditLog
 	srv := gateway.New(gopts)
 	if m != nil && st.MetricsListen != "" {
