@@ -101,11 +101,12 @@ type Signature struct {
 // Verifiable reports whether the signature proves a content revision.
 func (s Signature) Verifiable() bool { return s.SHA256 != "" }
 
-// Stat returns the signature of the file at path, or ok=false when it cannot be
+// Fingerprint returns the content fingerprint (size, mtime, SHA-256) of the
+// file at path, or ok=false when it cannot be
 // stat'ed (for example it was deleted).
-func Stat(path string) (sig Signature, ok bool) {
+func Fingerprint(path string) (sig Signature, ok bool) {
 	var s Signer
-	return s.Stat(path)
+	return s.Fingerprint(path)
 }
 
 // Signer computes signatures reusing one read buffer, for the hot path that
@@ -124,12 +125,12 @@ type Signer struct {
 // MaxFileSize are never read.
 func ConfigSigner() Signer { return Signer{Limit: MaxFileSize} }
 
-// Stat is the package-level Stat with the signer's buffer.
+// Fingerprint is the package-level Fingerprint with the signer's buffer.
 //
 // A file whose device, inode, size, mtime and ctime are those of the last
 // one hashed returns that signature from one stat, without reading it,
 // while the bounds of Revision.Check hold.
-func (s *Signer) Stat(path string) (sig Signature, ok bool) {
+func (s *Signer) Fingerprint(path string) (sig Signature, ok bool) {
 	if l := s.last; l.Path == path && l.Sig.Verifiable() && l.Check(StatFile(path), time.Now()) == Fresh {
 		return l.Sig, true
 	}

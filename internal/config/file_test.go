@@ -148,12 +148,12 @@ func TestStat(t *testing.T) {
 	dir := t.TempDir()
 
 	t.Run("missing file", func(t *testing.T) {
-		sig, ok := config.Stat(filepath.Join(dir, "missing.json"))
+		sig, ok := config.Fingerprint(filepath.Join(dir, "missing.json"))
 		equal(t, "ok", ok, false)
 		equal(t, "sig", sig, config.Signature{})
 	})
 	t.Run("directory", func(t *testing.T) {
-		_, ok := config.Stat(dir)
+		_, ok := config.Fingerprint(dir)
 		equal(t, "ok", ok, false)
 	})
 	t.Run("full signature", func(t *testing.T) {
@@ -163,23 +163,23 @@ func TestStat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sig, ok := config.Stat(path)
+		sig, ok := config.Fingerprint(path)
 		equal(t, "ok", ok, true)
 		equal(t, "sig", sig, config.Signature{ModTime: st.ModTime().UnixNano(), Size: st.Size(), SHA256: sha(`{"mcpServers": {}}`)})
 		equal(t, "Verifiable", sig.Verifiable(), true)
-		again, _ := config.Stat(path)
+		again, _ := config.Fingerprint(path)
 		equal(t, "unchanged file", again, sig)
 	})
 	t.Run("same mtime and size, different content", func(t *testing.T) {
 		path := filepath.Join(dir, "swap.json")
 		writeFile(t, path, `{"mcpServers": {"a": {}}}`)
-		before, _ := config.Stat(path)
+		before, _ := config.Fingerprint(path)
 		mtime := time.Unix(0, before.ModTime)
 		writeFile(t, path, `{"mcpServers": {"b": {}}}`)
 		if err := os.Chtimes(path, mtime, mtime); err != nil {
 			t.Fatal(err)
 		}
-		after, ok := config.Stat(path)
+		after, ok := config.Fingerprint(path)
 		equal(t, "ok", ok, true)
 		equal(t, "ModTime", after.ModTime, before.ModTime)
 		equal(t, "Size", after.Size, before.Size)
@@ -191,13 +191,13 @@ func TestStat(t *testing.T) {
 	t.Run("mtime moved backwards", func(t *testing.T) {
 		path := filepath.Join(dir, "back.json")
 		writeFile(t, path, `{"a": 1}`)
-		before, _ := config.Stat(path)
+		before, _ := config.Fingerprint(path)
 		writeFile(t, path, `{"a": 2, "b": 3}`)
 		old := time.Unix(0, before.ModTime).Add(-time.Hour)
 		if err := os.Chtimes(path, old, old); err != nil {
 			t.Fatal(err)
 		}
-		after, _ := config.Stat(path)
+		after, _ := config.Fingerprint(path)
 		if after == before {
 			t.Error("signature unchanged")
 		}
@@ -220,7 +220,7 @@ func TestLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		equal(t, "servers", serverNames(ext.Servers), []string{"fs"})
-		st, ok := config.Stat(path)
+		st, ok := config.Fingerprint(path)
 		equal(t, "ok", ok, true)
 		equal(t, "signature", sig, st)
 	})
@@ -340,12 +340,12 @@ func TestSignerReusesItsBufferCorrectly(t *testing.T) {
 	writeFile(t, empty, ``)
 	var s config.Signer
 	for _, path := range []string{big, small, empty, big, small, filepath.Join(dir, "missing"), small} {
-		got, gotOK := s.Stat(path)
-		want, wantOK := config.Stat(path)
+		got, gotOK := s.Fingerprint(path)
+		want, wantOK := config.Fingerprint(path)
 		equal(t, filepath.Base(path)+" ok", gotOK, wantOK)
 		equal(t, filepath.Base(path)+" signature", got, want)
 	}
-	sig, _ := s.Stat(empty)
+	sig, _ := s.Fingerprint(empty)
 	equal(t, "empty SHA256", sig.SHA256, sha(""))
 	equal(t, "empty Verifiable", sig.Verifiable(), true)
 }
@@ -361,7 +361,7 @@ func TestStatUnreadableFile(t *testing.T) {
 	if err := os.Chmod(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	sig, ok := config.Stat(path)
+	sig, ok := config.Fingerprint(path)
 	equal(t, "ok", ok, true)
 	equal(t, "Size", sig.Size, int64(2))
 	equal(t, "Verifiable", sig.Verifiable(), false)
@@ -394,7 +394,7 @@ func TestOversizeFileIsRefusedBySize(t *testing.T) {
 				t.Errorf("error %q does not name the limit", err)
 			}
 			signer := config.ConfigSigner()
-			sig, present := signer.Stat(path)
+			sig, present := signer.Fingerprint(path)
 			if !present || sig.Size != int64(tt.size) || sig.Verifiable() != tt.ok {
 				t.Errorf("signature %+v present=%v: want size %d, hashed=%v", sig, present, tt.size, tt.ok)
 			}

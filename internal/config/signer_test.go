@@ -51,19 +51,19 @@ func TestSignerSeesEveryEdit(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := config.ConfigSigner()
-			before, ok := s.Stat(path)
+			before, ok := s.Fingerprint(path)
 			if !ok || !before.Verifiable() {
 				t.Fatalf("first Stat = %+v, %v", before, ok)
 			}
-			if again, _ := s.Stat(path); again != before {
+			if again, _ := s.Fingerprint(path); again != before {
 				t.Fatalf("unchanged file: %+v, then %+v", before, again)
 			}
 			tt.edit(t, path)
-			after, ok := s.Stat(path)
+			after, ok := s.Fingerprint(path)
 			if !ok || after.SHA256 == before.SHA256 {
 				t.Fatalf("edit not seen: before %+v, after %+v", before, after)
 			}
-			if fresh, _ := config.Stat(path); fresh != after {
+			if fresh, _ := config.Fingerprint(path); fresh != after {
 				t.Fatalf("signer %+v, fresh read %+v", after, fresh)
 			}
 		})

@@ -550,7 +550,7 @@ func pluginFilesOf(loaded []*plugins.Plugin) []pluginFile {
 // has the content sha256; zero otherwise.
 func hashedStat(path, sha256 string) config.FileStat {
 	before := config.StatFile(path)
-	if sig, ok := config.Stat(path); !ok || sig.SHA256 != sha256 || config.StatFile(path) != before {
+	if sig, ok := config.Fingerprint(path); !ok || sig.SHA256 != sha256 || config.StatFile(path) != before {
 		return config.FileStat{}
 	}
 	return before
@@ -745,7 +745,7 @@ func (c *Cache) pluginsChangedLocked(st *state) bool {
 		if !fst.Exists() || fst == pf.stat {
 			continue
 		}
-		sig, ok := config.Stat(pf.path)
+		sig, ok := config.Fingerprint(pf.path)
 		if !ok {
 			continue
 		}

@@ -44,7 +44,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Run(fmt.Sprintf("walk/files=%d", files), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				before := virtualpath.Snapshot(e.ws)
+				before := virtualpath.Scan(e.ws)
 				virtualpath.RewriteResult(raw, virtualpath.NewTranslator(e.root, e.ws, nil), virtualpath.Changed(e.ws, before))
 			}
 		})

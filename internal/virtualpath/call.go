@@ -15,7 +15,7 @@ import (
 // two non-blocking reads of the queue and an lstat per file it touched,
 // whatever the size of the workspace. Where watches cannot be had (another
 // system, the watch limit reached, a missing workspace) a call snapshots the
-// workspace before and after instead (Snapshot, Changed). One Watcher should
+// workspace before and after instead (Scan, Changed). One Watcher should
 // serve every endpoint that shares workspaces, so calls of two servers in
 // one thread see each other. It is safe for concurrent use.
 type Watcher struct {
@@ -278,7 +278,7 @@ func (w *Watcher) Begin(root, workspace, cwd string) *Call {
 	t.mu.Unlock()
 	if c.mode == modeWalk {
 		// Registered first, so a call starting during the snapshot is seen.
-		c.before = Snapshot(workspace)
+		c.before = Scan(workspace)
 	}
 	return c
 }

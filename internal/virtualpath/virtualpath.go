@@ -46,13 +46,13 @@ type Stamp struct {
 	Size    int64
 }
 
-// Snapshot records the regular files under dir (excluded folders skipped).
+// Scan records the regular files under dir (excluded folders skipped).
 // It returns nil when dir holds more than maxFiles files and folders.
 //
 // It is a call's path (twice) where the workspace cannot be watched (see
 // Watcher), so it reads each folder once, unsorted, and stats only regular
 // files: a folder costs an open, its getdents and a close, a file one lstat.
-func Snapshot(dir string) map[string]Stamp {
+func Scan(dir string) map[string]Stamp {
 	out := map[string]Stamp{}
 	info, err := os.Lstat(dir)
 	if err != nil {
@@ -71,7 +71,7 @@ func Snapshot(dir string) map[string]Stamp {
 	return out
 }
 
-// walker is one Snapshot's traversal state.
+// walker is one Scan's traversal state.
 type walker struct {
 	out  map[string]Stamp
 	dirs int
@@ -124,7 +124,7 @@ func Changed(dir string, before map[string]Stamp) []string {
 		return nil
 	}
 	var out []string
-	for p, st := range Snapshot(dir) {
+	for p, st := range Scan(dir) {
 		if old, ok := before[p]; !ok || old != st {
 			out = append(out, p)
 		}

@@ -13,9 +13,6 @@ import (
 	"github.com/antler-mcp/antler/internal/settings"
 )
 
-// VirtualPrefix is the agent-visible root of a thread's user data.
-const VirtualPrefix = "/mnt/user-data"
-
 // TmpSubdir is the stdio servers' temporary folder inside the workspace.
 const TmpSubdir = ".mcp/tmp"
 

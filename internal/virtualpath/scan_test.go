@@ -93,9 +93,9 @@ func TestChanged(t *testing.T) {
 			}
 			// Files already in excluded folders stay unreported too.
 			write(t, filepath.Join(e.ws, ".mcp", "tmp", "pre"), "x")
-			snap := virtualpath.Snapshot(e.ws)
+			snap := virtualpath.Scan(e.ws)
 			if snap == nil {
-				t.Fatal("Snapshot returned nil")
+				t.Fatal("Scan returned nil")
 			}
 			tc.act(t, e.ws)
 			got := virtualpath.Changed(e.ws, snap)
@@ -110,14 +110,14 @@ func TestChanged(t *testing.T) {
 	}
 }
 
-func TestSnapshot(t *testing.T) {
+func TestScan(t *testing.T) {
 	e := newEnv(t)
 	a := write(t, filepath.Join(e.ws, "a.txt"), "hello")
 	write(t, filepath.Join(e.ws, ".mcp", "tmp", "t"), "x")
 	write(t, filepath.Join(e.ws, "n", "node_modules", "m.js"), "x")
-	snap := virtualpath.Snapshot(e.ws)
+	snap := virtualpath.Scan(e.ws)
 	if len(snap) != 1 {
-		t.Fatalf("Snapshot = %v, want only %s", snap, a)
+		t.Fatalf("Scan = %v, want only %s", snap, a)
 	}
 	info, err := os.Stat(a)
 	if err != nil {
@@ -129,21 +129,21 @@ func TestSnapshot(t *testing.T) {
 }
 
 // The workspace folder itself may be named like an excluded folder.
-func TestSnapshotExcludedNameRoot(t *testing.T) {
+func TestScanExcludedNameRoot(t *testing.T) {
 	e := newEnv(t)
 	dir := filepath.Join(e.ws, ".mcp")
 	p := write(t, filepath.Join(dir, "a.txt"), "x")
-	if snap := virtualpath.Snapshot(dir); len(snap) != 1 || snap[p] == (virtualpath.Stamp{}) {
-		t.Fatalf("Snapshot = %v", snap)
+	if snap := virtualpath.Scan(dir); len(snap) != 1 || snap[p] == (virtualpath.Stamp{}) {
+		t.Fatalf("Scan = %v", snap)
 	}
 }
 
-func TestSnapshotMissingDir(t *testing.T) {
+func TestScanMissingDir(t *testing.T) {
 	e := newEnv(t)
 	dir := filepath.Join(e.tmp, "missing")
-	snap := virtualpath.Snapshot(dir)
+	snap := virtualpath.Scan(dir)
 	if len(snap) != 0 {
-		t.Fatalf("Snapshot = %v", snap)
+		t.Fatalf("Scan = %v", snap)
 	}
 	write(t, filepath.Join(dir, "a.txt"), "x")
 	if got := virtualpath.Changed(dir, snap); len(got) != 1 {
@@ -151,7 +151,7 @@ func TestSnapshotMissingDir(t *testing.T) {
 	}
 }
 
-func TestChangedNilSnapshot(t *testing.T) {
+func TestChangedNilScan(t *testing.T) {
 	e := newEnv(t)
 	write(t, filepath.Join(e.ws, "a.txt"), "x")
 	if got := virtualpath.Changed(e.ws, nil); got != nil {
@@ -161,7 +161,7 @@ func TestChangedNilSnapshot(t *testing.T) {
 
 // A workspace with more than 20000 files is not tracked: Snapshot returns nil
 // and Changed then reports nothing.
-func TestSnapshotTooManyFiles(t *testing.T) {
+func TestScanTooManyFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 20001 files")
 	}
@@ -177,21 +177,21 @@ func TestSnapshotTooManyFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if snap := virtualpath.Snapshot(e.ws); snap != nil {
+	if snap := virtualpath.Scan(e.ws); snap != nil {
 		t.Fatalf("Snapshot has %d files, want nil", len(snap))
 	}
 	// Files in excluded folders do not count.
 	if err := os.Rename(filepath.Join(e.ws, "d0"), filepath.Join(e.ws, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	if snap := virtualpath.Snapshot(e.ws); len(snap) != 20001-201 {
+	if snap := virtualpath.Scan(e.ws); len(snap) != 20001-201 {
 		t.Fatalf("Snapshot has %d files, want %d", len(snap), 20001-201)
 	}
 }
 
 // Folders count towards the bound too: a tree of empty folders, which an
 // agent can make with one tool call after another, is not walked past it.
-func TestSnapshotTooManyFolders(t *testing.T) {
+func TestScanTooManyFolders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 20001 folders")
 	}
@@ -204,7 +204,7 @@ func TestSnapshotTooManyFolders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if snap := virtualpath.Snapshot(e.ws); snap != nil {
+	if snap := virtualpath.Scan(e.ws); snap != nil {
 		t.Fatalf("Snapshot has %d files, want nil", len(snap))
 	}
 }
