@@ -78,6 +78,9 @@ type oauthLayer struct {
 
 var _ interceptor.Interceptor = (*oauthLayer)(nil)
 
+// Name is the layer's name in a trace.
+func (l *oauthLayer) Name() string { return "oauth" }
+
 func (l *oauthLayer) Intercept(ctx context.Context, req *interceptor.Request, next interceptor.Handler) (json.RawMessage, error) {
 	h, err := l.tokens.Header(ctx, req.Server.Name)
 	if err != nil {
@@ -112,6 +115,9 @@ func newUserAuth(ext *config.Extensions, log *slog.Logger) *userAuth {
 	}
 	return ua
 }
+
+// Name is the layer's name in a trace.
+func (l *userAuth) Name() string { return "user_auth" }
 
 func (l *userAuth) Intercept(ctx context.Context, req *interceptor.Request, next interceptor.Handler) (json.RawMessage, error) {
 	cfg, ok := l.servers[req.Server.Name]
@@ -157,6 +163,9 @@ func newContextHeaders(ext *config.Extensions) *contextHeaders {
 	}
 	return ch
 }
+
+// Name is the layer's name in a trace.
+func (l *contextHeaders) Name() string { return "headers_from_context" }
 
 func (l *contextHeaders) Intercept(ctx context.Context, req *interceptor.Request, next interceptor.Handler) (json.RawMessage, error) {
 	cfg, ok := l.servers[req.Server.Name]

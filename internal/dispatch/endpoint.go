@@ -16,6 +16,7 @@ import (
 	"github.com/antler-mcp/antler/internal/jsonscan"
 	"github.com/antler-mcp/antler/internal/metrics"
 	"github.com/antler-mcp/antler/internal/sessionpool"
+	"github.com/antler-mcp/antler/internal/tracing"
 	"github.com/antler-mcp/antler/internal/upstream"
 	"github.com/antler-mcp/antler/internal/virtualpath"
 	"github.com/antler-mcp/antler/internal/workspace"
@@ -56,6 +57,11 @@ type Options struct {
 	Audit *audit.Logger
 	// Metrics, when set, counts the tool calls by door and outcome.
 	Metrics *metrics.Metrics
+	// Tracer, when set, traces each request: a span for the chain, one
+	// per interceptor and a client span for the upstream request, whose
+	// trace context travels as _meta.traceparent (and, on HTTP and SSE,
+	// the traceparent header). nil is tracing off.
+	Tracer *tracing.Tracer
 }
 
 // Notification is an unsolicited notification from a server
@@ -88,6 +94,7 @@ type Endpoint struct {
 	onNote  func(Notification)
 	audit   *audit.Logger
 	metrics *metrics.Metrics
+	tracer  *tracing.Tracer
 
 	// lastThread is the workspace of the thread the last stdio call ran
 	// in: calls in a row are mostly one thread's, whose paths need not be
@@ -106,7 +113,7 @@ func NewEndpoint(srv *config.Server, opts Options) *Endpoint {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ep := &Endpoint{server: srv, opts: opts.Upstream, log: log, conn: opts.Conn,
-		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, watcher: opts.Watcher, onNote: opts.OnNotification, audit: opts.Audit, metrics: opts.Metrics}
+		pool: opts.Pool, dataDir: opts.DataDir, version: opts.Version, watcher: opts.Watcher, onNote: opts.OnNotification, audit: opts.Audit, metrics: opts.Metrics, tracer: opts.Tracer}
 	if ep.watcher == nil {
 		ep.watcher = virtualpath.NewWatcher()
 	}
@@ -218,10 +225,16 @@ type wireFunc func(ctx context.Context, conn *upstream.Conn, req *interceptor.Re
 // run passes ireq through chain to the wire and maps what fails.
 // downstream is the door's _meta, merged with the chain's stdio headers.
 func (ep *Endpoint) run(ctx context.Context, chain []interceptor.Interceptor, t target, ireq *interceptor.Request, downstream map[string]any, send wireFunc, translate bool) (json.RawMessage, error) {
-	base := func(ctx context.Context, r *interceptor.Request) (json.RawMessage, error) {
-		return ep.wire(ctx, t, r, wireMeta(downstream, ep.server.IsStdio(), r.Headers), send, translate)
+	var raw json.RawMessage
+	var err error
+	if ep.tracer != nil {
+		raw, err = ep.traced(ctx, chain, t, ireq, downstream, send, translate)
+	} else {
+		base := func(ctx context.Context, r *interceptor.Request) (json.RawMessage, error) {
+			return ep.wire(ctx, t, r, wireMeta(downstream, ep.server.IsStdio(), r.Headers), send, translate)
+		}
+		raw, err = interceptor.Chain(base, chain...)(ctx, ireq)
 	}
-	raw, err := interceptor.Chain(base, chain...)(ctx, ireq)
 	if err == nil {
 		return raw, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/antler-mcp/antler/internal/routing"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/tracing"
 )
 
 // snapshot returns the current tools or answers 503 with a secret-free reason.
@@ -61,9 +62,30 @@ func (s *Server) callTool(c echo.Context) error {
 	if !ok {
 		return apierror.New(http.StatusNotFound, "unknown tool %q", truncateField(name))
 	}
+	call := func() error { return s.invokeREST(c, snap, name, req) }
 	if tool.IsDurable() {
-		return s.submitTask(c, tool, req)
+		call = func() error { return s.submitTask(c, tool, req) }
 	}
+	tr := snap.Tracer()
+	if tr == nil {
+		return call()
+	}
+	r := c.Request()
+	ctx, span := tr.StartRemote(r.Context(), SpanRESTCall, r.Header.Get(tracing.KeyTraceparent), r.Header.Get(tracing.KeyTracestate),
+		tracing.AttrDoor.String(metrics.DoorREST), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
+	c.SetRequest(r.WithContext(ctx))
+	err = call()
+	tracing.End(span, err)
+	return err
+}
+
+// SpanRESTCall is the server span of a REST tool call (a plain call or a
+// durable task's submit), the parent of the call path's spans.
+const SpanRESTCall = "antler.rest tools/call"
+
+// invokeREST makes a REST tool call through the shared call path and
+// answers it: the result, or a failure as the model-safe error result.
+func (s *Server) invokeREST(c echo.Context, snap *toolcache.Snapshot, name string, req CallRequest) error {
 	raw, err := snap.Invoke(c.Request().Context(), dispatch.Request{
 		Name:      name,
 		Arguments: req.Arguments,

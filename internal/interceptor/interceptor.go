@@ -68,6 +68,21 @@ type Interceptor interface {
 	Intercept(ctx context.Context, req *Request, next Handler) (json.RawMessage, error)
 }
 
+// Named is an interceptor that names itself ("oauth", "user_auth", a
+// plugin's entry name), for the span of its turn in the chain.
+type Named interface {
+	Name() string
+}
+
+// NameOf is ic's name for a trace: its Name when it is Named, else
+// "interceptor".
+func NameOf(ic Interceptor) string {
+	if n, ok := ic.(Named); ok {
+		return n.Name()
+	}
+	return "interceptor"
+}
+
 // Func adapts a function to Interceptor.
 type Func func(ctx context.Context, req *Request, next Handler) (json.RawMessage, error)
 

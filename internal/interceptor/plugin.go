@@ -25,6 +25,10 @@ type pluginLayer struct {
 }
 
 var _ Interceptor = (*pluginLayer)(nil)
+var _ Named = (*pluginLayer)(nil)
+
+// Name is the plugin's entry name.
+func (l *pluginLayer) Name() string { return l.p.Entry.Name }
 
 func (l *pluginLayer) Intercept(ctx context.Context, req *Request, next Handler) (json.RawMessage, error) {
 	p := l.p

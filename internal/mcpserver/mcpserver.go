@@ -24,6 +24,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/metrics"
@@ -32,6 +33,7 @@ import (
 	"github.com/antler-mcp/antler/internal/spectask"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/tracing"
 )
 
 // The identity carrier of a tools/call: _meta keys of the call's params,
@@ -474,7 +476,38 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 // same one); meta is the _meta forwarded upstream.
 func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call dispatch.Request, meta map[string]any) (json.RawMessage, error) {
 	call.Name, call.Meta = name, meta
+	if tr := snap.Tracer(); tr != nil {
+		return invokeTraced(ctx, tr, snap, call)
+	}
 	return snap.Invoke(ctx, call)
+}
+
+// SpanMCPCall is the server span of a tools/call on the MCP endpoint, the
+// parent of the call path's spans.
+const SpanMCPCall = "antler.mcp tools/call"
+
+// invokeTraced is invoke in a server span whose parent is the caller's
+// trace context: the request's _meta.traceparent, else the HTTP request's
+// traceparent header.
+func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.Snapshot, call dispatch.Request) (json.RawMessage, error) {
+	parent, state := metaString(call.Meta, tracing.KeyTraceparent), metaString(call.Meta, tracing.KeyTracestate)
+	if c, ok := ctx.Value(callerKey{}).(caller); ok && parent == "" {
+		parent, state = c.traceparent, c.tracestate
+	}
+	attrs := []attribute.KeyValue{tracing.AttrDoor.String(metrics.DoorMCP), tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(call.Name)}
+	if t, ok := snap.Tool(call.Name); ok {
+		attrs = append(attrs, tracing.AttrServer.String(t.Server))
+	}
+	ctx, span := tr.StartRemote(ctx, SpanMCPCall, parent, state, attrs...)
+	raw, err := snap.Invoke(ctx, call)
+	dispatch.EndSpan(span, raw, err)
+	return raw, err
+}
+
+// metaString is meta[key] when it is a string, else "".
+func metaString(meta map[string]any, key string) string {
+	s, _ := meta[key].(string)
+	return s
 }
 
 // dropServerInfo removes the upstream's io.modelcontextprotocol/serverInfo
@@ -517,6 +550,9 @@ type caller struct {
 	thread  string
 	secrets map[string]string
 	err     error
+	// traceparent and tracestate are the request's W3C trace context
+	// headers, the parent of a traced call without one in its _meta.
+	traceparent, tracestate string
 }
 
 type callerKey struct{}
@@ -529,7 +565,7 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 	if !ok {
 		return ctx
 	}
-	c := caller{p: p}
+	c := caller{p: p, traceparent: r.Header.Get(tracing.KeyTraceparent), tracestate: r.Header.Get(tracing.KeyTracestate)}
 	if v := r.Header.Get(HeaderThreadID); v != "" {
 		if err := settings.ValidateUserID(v); err != nil {
 			c.err = fmt.Errorf("%s header: %w", HeaderThreadID, err)

@@ -32,7 +32,10 @@ func (s *Service) runNotifications(ctx context.Context) error {
 					s.log.Error("Unexpected MCP task notification failure; the lease will expire for recovery", "task_id", row.ID, "panic", fmt.Sprint(r))
 				}
 			}()
-			if err := s.notifyOne(ctx, row); err != nil && ctx.Err() == nil {
+			ctx, end := s.span(ctx, SpanNotify, row)
+			err := s.notifyOne(ctx, row)
+			end(err)
+			if err != nil && ctx.Err() == nil {
 				s.log.Error("MCP task notification failed", "task_id", row.ID, "error", err.Error())
 			}
 		})

@@ -24,6 +24,7 @@ import (
 	"github.com/antler-mcp/antler/internal/metrics"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/tracing"
 )
 
 // ErrNotRunning is returned by Cancel while no worker runs: a cancel is never
@@ -51,6 +52,11 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Audit, when set, records every task lifecycle change.
 	Audit *audit.Logger
+	// Tracer, when set, keeps each submit's trace context with its task
+	// and traces every background poll, cancellation and notification
+	// delivery as a trace of its own linked to the submit; nil is tracing
+	// off.
+	Tracer *tracing.Tracer
 }
 
 // Service is safe for concurrent use.
@@ -65,6 +71,7 @@ type Service struct {
 	notifier tasknotify.Notifier
 	metrics  *metrics.Metrics
 	audit    *audit.Logger
+	tracer   *tracing.Tracer
 
 	// polling maps the id of each task polled now to the cancel func of its
 	// poll's context.
@@ -78,7 +85,7 @@ type Service struct {
 
 // New returns a service; Start runs its loop.
 func New(opts Options) *Service {
-	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner, notifier: opts.Notifier, metrics: opts.Metrics, audit: opts.Audit}
+	s := &Service{store: opts.Store, drivers: opts.Drivers, cfg: opts.Config, log: opts.Logger, now: opts.Now, owner: opts.Owner, notifier: opts.Notifier, metrics: opts.Metrics, audit: opts.Audit, tracer: opts.Tracer}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -336,6 +343,9 @@ func (s *Service) persist(ctx context.Context, driverName string, req task.Submi
 		ServerName: req.ServerName, DriverName: driverName, RemoteTaskID: sub.RemoteTaskID, TaskName: req.TaskName,
 		Snapshot: toStore(snap), DriverData: raw, ActiveLimit: s.cfg.MaxActiveTasksPerUser,
 	}
+	if s.tracer != nil {
+		nt.TraceParent, _ = s.tracer.Inject(ctx)
+	}
 	if next := task.NextPollAt(now, snap, s.cfg); next != nil {
 		nt.NextPollAt = *next
 	}
@@ -399,7 +409,10 @@ func (s *Service) pollGuarded(ctx context.Context, row taskstore.Task) {
 			s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "panic", fmt.Sprint(r))
 		}
 	}()
-	if err := s.pollOne(ctx, row); err != nil && ctx.Err() == nil {
+	ctx, end := s.span(ctx, SpanPoll, row)
+	err := s.pollOne(ctx, row)
+	end(err)
+	if err != nil && ctx.Err() == nil {
 		s.log.Error("Unexpected MCP task poll failure; the lease will expire for recovery", "task_id", row.ID, "error", err.Error())
 	}
 }
@@ -487,7 +500,10 @@ func (s *Service) runCancellations(ctx context.Context) error {
 
 // cancelGuarded carries out one claimed cancellation, logging its failure.
 func (s *Service) cancelGuarded(ctx context.Context, row taskstore.Task) {
-	if err := s.cancelOne(ctx, row); err != nil && ctx.Err() == nil {
+	ctx, end := s.span(ctx, SpanCancel, row)
+	err := s.cancelOne(ctx, row)
+	end(err)
+	if err != nil && ctx.Err() == nil {
 		s.log.Error("MCP task cancellation failed", "task_id", row.ID, "error", err.Error())
 	}
 }

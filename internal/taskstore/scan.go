@@ -23,6 +23,7 @@ func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 		timeCol{&t.CancelRequestedAt}, &t.CancelAttemptCount, timeCol{&t.NextCancelAt}, textCol{&t.LastCancelError},
 		timeCol{&t.CompletedAt}, timeCol{&t.CreatedAt}, timeCol{&t.UpdatedAt}, timeCol{&t.EventRecordedAt},
 		textCol{&t.AnswerStatus}, textCol{&t.AnswerID}, jsonCol{&t.Answer}, timeCol{&t.AnswerRecordedAt}, textCol{&t.AnswerError},
+		textCol{&t.TraceParent},
 	)
 	return t, err
 }

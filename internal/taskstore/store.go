@@ -95,6 +95,9 @@ type NewTask struct {
 	// during a long submit) is refused with an *ActiveTaskLimitError when
 	// it would take the user past it.
 	ActiveLimit int
+	// TraceParent is the W3C traceparent of the submitting call's span
+	// ("" when traces are off), at most 64 characters.
+	TraceParent string
 }
 
 // Task is one row of mcp_tasks. Empty strings, nil JSON and zero times are
@@ -160,6 +163,9 @@ type Task struct {
 	AnswerRecordedAt time.Time
 	// AnswerError is why the latest answer's delivery failed or was refused.
 	AnswerError string
+	// TraceParent is the submitting call's W3C traceparent ("" for none),
+	// the link of the task's poll and delivery traces.
+	TraceParent string
 }
 
 // Store is the task table on one database. It is safe for concurrent use.

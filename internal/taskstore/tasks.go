@@ -40,7 +40,7 @@ const taskColumns = `id, user_id, thread_id, run_id, tool_call_id, server_name, 
  lease_owner, lease_expires_at, lease_token,
  cancel_requested_at, cancel_attempt_count, next_cancel_at, last_cancel_error,
  completed_at, created_at, updated_at, event_recorded_at,
- answer_status, answer_id, answer, answer_recorded_at, answer_error`
+ answer_status, answer_id, answer, answer_recorded_at, answer_error, trace_parent`
 
 // Claim statements: $1 owner, $2 lease expiry, $3 now, $4 limit.
 const (
@@ -86,13 +86,13 @@ func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, er
 	args := append([]any{nt.ID, nt.UserID, nt.ThreadID}, snapshotArgs(nt.Snapshot)...)
 	args = append(args, text(nt.RunID), text(nt.ToolCallID), nt.ServerName, nt.DriverName,
 		nt.RemoteTaskID, nt.TaskName, NameKey(nt.TaskName), string(driverData),
-		ms(next), ms(completed), ms(now))
+		ms(next), ms(completed), ms(now), text(nt.TraceParent))
 	consume := func(tx *sql.Tx) error { return s.consumeSlot(ctx, tx, nt, now) }
 	t, _, err := s.writeTaskAnd(ctx, now, consume, `INSERT INTO mcp_tasks (id, user_id, thread_id,
  status, result, result_preview, result_truncated, result_artifact, error, input_required,
  run_id, tool_call_id, server_name, driver_name, remote_task_id, task_name, task_name_key, driver_data,
- next_poll_at, completed_at, created_at, updated_at)
- VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21)`, args...)
+ next_poll_at, completed_at, created_at, updated_at, trace_parent)
+ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $21, $22)`, args...)
 	if err != nil {
 		if s.d.isDuplicateRemote(err) {
 			return Task{}, &DuplicateError{ServerName: nt.ServerName, RemoteTaskID: nt.RemoteTaskID, Err: err}
@@ -127,6 +127,7 @@ func checkNewTask(nt NewTask) error {
 		{"driver_name", nt.DriverName, 64, true},
 		{"remote_task_id", nt.RemoteTaskID, 255, true},
 		{"task_name", nt.TaskName, 255, true},
+		{"trace_parent", nt.TraceParent, 64, false},
 	}
 	for _, f := range fields {
 		if f.required && f.value == "" {

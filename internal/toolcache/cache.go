@@ -43,6 +43,7 @@ import (
 	"github.com/antler-mcp/antler/internal/oauth"
 	"github.com/antler-mcp/antler/internal/plugins"
 	"github.com/antler-mcp/antler/internal/sessionpool"
+	"github.com/antler-mcp/antler/internal/tracing"
 	"github.com/antler-mcp/antler/internal/upstream"
 	"github.com/antler-mcp/antler/internal/virtualpath"
 )
@@ -102,6 +103,10 @@ type Options struct {
 	// Catalog, when set, pins each server's tools against the approved
 	// tool catalog (its tool_catalog policy) at each discovery.
 	Catalog *catalog.Catalog
+	// Tracer, when set, traces every request the endpoints send
+	// (dispatch.Options.Tracer) and is the doors' (Snapshot.Tracer); nil
+	// is tracing off.
+	Tracer *tracing.Tracer
 }
 
 // catalogTimeout bounds the tool catalog's store reads and writes of one
@@ -873,6 +878,7 @@ func build(ext *config.Extensions, opts Options, reserved []Tool, log *slog.Logg
 		pool:         pool,
 		slices:       map[string][]byte{},
 		log:          log,
+		tracer:       opts.Tracer,
 	}
 	owner := map[string]string{} // exposed name → server
 	for _, t := range reserved {
@@ -904,7 +910,7 @@ func build(ext *config.Extensions, opts Options, reserved []Tool, log *slog.Logg
 		} else {
 			st.ProtocolVersion = r.conn.ProtocolVersion()
 		}
-		eopts.Audit, eopts.Metrics = opts.Audit, opts.Metrics
+		eopts.Audit, eopts.Metrics, eopts.Tracer = opts.Audit, opts.Metrics, opts.Tracer
 		ep := dispatch.NewEndpoint(srv, eopts)
 		snap.endpoints[srv.Name] = ep
 		roles, missing := taskRoles(srv, r.tools)

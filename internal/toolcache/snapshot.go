@@ -15,6 +15,7 @@ import (
 	"github.com/antler-mcp/antler/internal/interceptor"
 	"github.com/antler-mcp/antler/internal/plugins"
 	"github.com/antler-mcp/antler/internal/sessionpool"
+	"github.com/antler-mcp/antler/internal/tracing"
 	"github.com/antler-mcp/antler/internal/upstream"
 )
 
@@ -132,7 +133,12 @@ type Snapshot struct {
 	pool        *sessionpool.Pool[*upstream.Conn]
 	slices      map[string][]byte // stdio servers' settings, to retire changed ones
 	log         *slog.Logger
+	tracer      *tracing.Tracer
 }
+
+// Tracer is the tracer of the calls the snapshot routes, for the doors'
+// spans; nil when tracing is off.
+func (s *Snapshot) Tracer() *tracing.Tracer { return s.tracer }
 
 // Tool returns the tool exposed as name.
 func (s *Snapshot) Tool(name string) (Tool, bool) {

@@ -36,6 +36,7 @@ import (
 	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/tracing"
 )
 
 // hostFlags are the flags serve and doctor share: where the configuration,
@@ -139,6 +140,20 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer auditLog.Close()
+	// Traces are off unless OTEL_TRACES_EXPORTER names an exporter; the
+	// spans not exported yet are flushed as serve exits.
+	tracer, err := tracing.FromEnv(ctx, tracing.Options{Console: stderr})
+	if err != nil {
+		fmt.Fprintln(stderr, "error: tracing:", err)
+		return 1
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracer.Shutdown(sctx); err != nil {
+			log.Warn("trace export at shutdown failed", "error", err.Error())
+		}
+	}()
 	cat := catalog.New(store, catalog.Options{Logger: log, Audit: auditLog, Metrics: m})
 	progress, done := discoveryProgress(stderr)
 	onDiscovered := func(d toolcache.Discovered) {
@@ -167,6 +182,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		Metrics:            m,
 		Audit:              auditLog,
 		Catalog:            cat,
+		Tracer:             tracer,
 	})
 	defer cache.Close() // closes upstreams: no child process outlives the host
 	if st.MCPTasks.Enabled {
@@ -186,7 +202,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	tasks, closeTasks, err := startTasks(ctx, st, store, dsn, cache, snap, log, &taskStore, m, auditLog)
+	tasks, closeTasks, err := startTasks(ctx, st, store, dsn, cache, snap, log, &taskStore, m, auditLog, tracer)
 	if err != nil {
 		fmt.Fprintln(stderr, "error:", err)
 		return 1
@@ -283,7 +299,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Store, dsn string, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger) (*taskservice.Service, func(), error) {
+func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Store, dsn string, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger, tracer *tracing.Tracer) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
 	// a later edit of it is refused for task calls until a restart.
 	frozen := snap.TaskFreeze
@@ -312,7 +328,7 @@ func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Stor
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log, Metrics: m, Audit: auditLog}
+	opts := taskservice.Options{Store: store, Drivers: &drivers, Config: st.MCPTasks.Config, Logger: log, Metrics: m, Audit: auditLog, Tracer: tracer}
 	if n := st.MCPTasks.Notifications; n.WebhookURL != "" {
 		opts.Notifier = &tasknotify.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}
 	}

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"ApplyPollDriverData", testApplyPollDriverData},
 		{"Stats", testStats},
 		{"Catalog", testCatalog},
+		{"TraceParent", testTraceParent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open(t)) })
