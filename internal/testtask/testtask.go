@@ -21,6 +21,7 @@ import (
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/tracing"
 )
 
 // ReportsToolset is the task_toolsets entry of the reports example server
@@ -48,11 +49,17 @@ type Runtime struct {
 // (Start it when the test wants polling); it is stopped at the end.
 func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	t.Helper()
+	return NewTraced(t, doc, cfg, nil)
+}
+
+// NewTraced is New with tr tracing the tool calls and the task runtime.
+func NewTraced(t testing.TB, doc string, cfg task.Config, tr *tracing.Tracer) *Runtime {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "extensions_config.json")
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir(), SpecTasks: true})
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir(), SpecTasks: true, Tracer: tr})
 	t.Cleanup(cache.Close)
 	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
 	if err != nil {
@@ -82,7 +89,7 @@ func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 		}
 		t.Cleanup(plugged.Close)
 	}
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Tracer: tr})
 	t.Cleanup(svc.Stop)
 	return &Runtime{Cache: cache, Store: store, Service: svc, Drivers: plugged}
 }

@@ -1,0 +1,204 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/antler-mcp/antler/internal/dispatch"
+	"github.com/antler-mcp/antler/internal/gateway"
+	"github.com/antler-mcp/antler/internal/mcpserver"
+	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/tracing"
+)
+
+// TestTraceSpanTrees: a REST call and an MCP call, each to a stdio and an
+// HTTP upstream with a credential layer, record the door's server span, the
+// chain, the credential layer and the upstream request as one tree; the
+// upstream receives the upstream span's context in _meta (and, over HTTP, as
+// the traceparent header); no span holds the credential's value.
+func TestTraceSpanTrees(t *testing.T) {
+	const secret = "sk-trace-canary-7731"
+	exp := tracetest.NewInMemoryExporter()
+	tr := tracing.New(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+
+	doc := fmt.Sprintf(`{"mcpServers": {
+		"stdio": {"command": %q},
+		"http": {"type": "http", "url": %q, "user_auth": {"users": {"default": "Bearer %s"}}}
+	}}`, testmcp.Build(t), testmcp.StartHTTP(t, "http")+"/mcp", secret)
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, Tracer: tr})
+	t.Cleanup(cache.Close)
+	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	t.Cleanup(srv.Close)
+	a := &api{t: t, url: srv.URL}
+
+	// whoami reports the headers and the _meta its call arrived with.
+	type seen struct {
+		Headers map[string]string `json:"headers"`
+		Meta    map[string]any    `json:"meta"`
+	}
+	decode := func(t *testing.T, sc any) seen {
+		t.Helper()
+		var s seen
+		b, _ := json.Marshal(sc)
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatalf("whoami result %s: %v", b, err)
+		}
+		return s
+	}
+	ctx := context.Background()
+	mc, err := client.NewStreamableHttpClient(srv.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mc.Close() })
+	if err := mc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	if _, err := mc.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	doors := []struct {
+		name string
+		door string
+		call func(t *testing.T, tool string) seen
+	}{
+		{"REST", gateway.SpanRESTCall, func(t *testing.T, tool string) seen {
+			code, res := a.do("POST", "/api/mcp/tools/"+tool+"/call", `{"arguments": {}, "thread_id": "t-trace"}`)
+			if code != http.StatusOK || res["isError"] == true {
+				t.Fatalf("%s: %d %v", tool, code, res)
+			}
+			return decode(t, res["structuredContent"])
+		}},
+		{"MCP", mcpserver.SpanMCPCall, func(t *testing.T, tool string) seen {
+			res, err := mc.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool}})
+			if err != nil || res.IsError {
+				t.Fatalf("%s: %v %v", tool, res, err)
+			}
+			return decode(t, res.StructuredContent)
+		}},
+	}
+	for _, d := range doors {
+		for _, server := range []string{"stdio", "http"} {
+			t.Run(d.name+"/"+server, func(t *testing.T) {
+				exp.Reset()
+				got := d.call(t, server+"_whoami")
+				spans := exp.GetSpans()
+				byName := map[string]tracetest.SpanStub{}
+				for _, s := range spans {
+					byName[s.Name] = s
+				}
+				door, ok := byName[d.door]
+				if !ok {
+					t.Fatalf("no %q span among %v", d.door, names(spans))
+				}
+				chain, ok := byName[dispatch.SpanChain]
+				if !ok || chain.Parent.SpanID() != door.SpanContext.SpanID() {
+					t.Fatalf("chain span %v is not the door's child (spans %v)", ok, names(spans))
+				}
+				up, ok := byName[dispatch.SpanUpstream+"tools/call"]
+				if !ok || up.SpanContext.TraceID() != door.SpanContext.TraceID() {
+					t.Fatalf("no upstream span in the door's trace (spans %v)", names(spans))
+				}
+				// The credential chain runs on every server (a layer a server
+				// does not configure passes the call on), so it is in every tree.
+				cred, ok := byName[dispatch.SpanInterceptor+"user_auth"]
+				if !ok || cred.Parent.SpanID() != chain.SpanContext.SpanID() || up.Parent.SpanID() != cred.SpanContext.SpanID() {
+					t.Fatalf("want door → chain → user_auth → upstream, spans %v", names(spans))
+				}
+				want := fmt.Sprintf("00-%s-%s-01", up.SpanContext.TraceID(), up.SpanContext.SpanID())
+				if got.Meta["traceparent"] != want {
+					t.Errorf("the upstream's _meta.traceparent = %v, want %s", got.Meta["traceparent"], want)
+				}
+				if server == "http" {
+					if h := got.Headers["Traceparent"] + got.Headers["traceparent"]; h != want {
+						t.Errorf("the upstream's traceparent header = %q, want %s (headers %v)", h, want, got.Headers)
+					}
+				}
+				for _, s := range spans {
+					for _, kv := range s.Attributes {
+						if strings.Contains(kv.Value.Emit(), secret) {
+							t.Errorf("span %s attribute %s holds the credential", s.Name, kv.Key)
+						}
+					}
+					for _, ev := range s.Events {
+						for _, kv := range ev.Attributes {
+							if strings.Contains(kv.Value.Emit(), secret) {
+								t.Errorf("span %s event %s holds the credential", s.Name, ev.Name)
+							}
+						}
+					}
+					if strings.Contains(s.Status.Description, secret) {
+						t.Errorf("span %s status holds the credential", s.Name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestTraceContinuesTheCallersTrace: a REST call carrying a W3C traceparent
+// header is traced as a child of the caller's span.
+func TestTraceContinuesTheCallersTrace(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := tracing.New(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"mcpServers": {"stdio": {"command": %q}}}`, testmcp.Build(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, Tracer: tr})
+	t.Cleanup(cache.Close)
+	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	t.Cleanup(srv.Close)
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	req, _ := http.NewRequest("POST", srv.URL+"/api/mcp/tools/stdio_echo/call", strings.NewReader(`{"arguments": {"message": "hi"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+traceID+"-"+parentID+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	for _, s := range exp.GetSpans() {
+		if s.Name != gateway.SpanRESTCall {
+			continue
+		}
+		if s.SpanContext.TraceID().String() != traceID || s.Parent.SpanID().String() != parentID {
+			t.Fatalf("door span in trace %s under %s, want %s under %s", s.SpanContext.TraceID(), s.Parent.SpanID(), traceID, parentID)
+		}
+		return
+	}
+	t.Fatalf("no door span among %v", names(exp.GetSpans()))
+}
+
+func names(spans tracetest.SpanStubs) []string {
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.Name
+	}
+	return out
+}
