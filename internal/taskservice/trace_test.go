@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,9 +12,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
 	"github.com/antler-mcp/antler/internal/taskservice"
+	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
 	"github.com/antler-mcp/antler/internal/tracing"
@@ -75,4 +78,43 @@ func TestTaskPollsAreTracesLinkedToTheSubmit(t *testing.T) {
 	if polls == 0 {
 		t.Fatal("no poll span recorded")
 	}
+}
+
+// TestDeliveriesAreTracesLinkedToTheSubmit: a webhook delivery of a task's
+// event is a trace of its own linked to the submit kept with the task.
+func TestDeliveriesAreTracesLinkedToTheSubmit(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := tracing.New(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	hook := newReceiver(t, 200)
+	store := openStore(t, filepath.Join(t.TempDir(), "tasks.db"))
+	cfg := task.DefaultConfig()
+	cfg.Enabled = true
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: cfg, Tracer: tr,
+		Notifier: &tasknotify.Webhook{URL: hook.srv.URL, Secret: webhookSecret}})
+	const submit = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	if _, err := store.Create(context.Background(), taskstore.NewTask{
+		ID: "mcp-task-traced", UserID: "alice", ThreadID: "t1", ServerName: "reports", DriverName: "ordinary-tools",
+		RemoteTaskID: "remote-traced", TaskName: "Q3 report", TraceParent: submit,
+		Snapshot: taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`{"ok": true}`)},
+	}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(hook.deliveries()); n != 1 {
+		t.Fatalf("%d deliveries, want 1", n)
+	}
+	for _, s := range exp.GetSpans() {
+		if s.Name != taskservice.SpanNotify {
+			continue
+		}
+		if s.Parent.IsValid() || len(s.Links) != 1 || s.Links[0].SpanContext.SpanID().String() != "00f067aa0ba902b7" ||
+			s.Links[0].SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Fatalf("delivery span: parent %v, links %v; want a new root linked to the submit", s.Parent, s.Links)
+		}
+		return
+	}
+	t.Fatal("no delivery span recorded")
 }
