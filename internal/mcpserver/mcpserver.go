@@ -431,7 +431,10 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 		return mcp.NewToolResultError(fmt.Sprintf("unknown tool %q", truncate(name))), nil
 	}
 	if tool.IsDurable() {
-		return fromResult(s.tasks.Submit(ctx, tool, call))
+		ctx, end := doorSpan(ctx, snap.Tracer(), call, tool)
+		res, err := s.tasks.Submit(ctx, tool, call)
+		end(err)
+		return fromResult(res, err)
 	}
 	// The slot is released when the upstream call ends (see relayed); a
 	// retry of a suspended call runs none of its own.
@@ -502,6 +505,22 @@ func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.Snaps
 	raw, err := snap.Invoke(ctx, call)
 	dispatch.EndSpan(span, raw, err)
 	return raw, err
+}
+
+// doorSpan starts the endpoint's server span for a call that does not go
+// through invoke (a durable task's submit), under the caller's trace
+// context; end is a no-op when tracing is off.
+func doorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Request, tool toolcache.Tool) (context.Context, func(error)) {
+	if tr == nil {
+		return ctx, func(error) {}
+	}
+	parent, state := metaString(call.Meta, tracing.KeyTraceparent), metaString(call.Meta, tracing.KeyTracestate)
+	if c, ok := ctx.Value(callerKey{}).(caller); ok && parent == "" {
+		parent, state = c.traceparent, c.tracestate
+	}
+	ctx, span := tr.StartRemote(ctx, SpanMCPCall, parent, state, tracing.AttrDoor.String(metrics.DoorMCP),
+		tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
+	return ctx, func(err error) { tracing.End(span, err) }
 }
 
 // metaString is meta[key] when it is a string, else "".

@@ -538,8 +538,10 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 	if json.Unmarshal(p.Task, &tp) == nil {
 		ttl = tp.TTL
 	}
+	ctx, end := doorSpan(ctx, snap.Tracer(), call, tool)
 	res, err := s.spec.svc.SubmitTool(ctx, rev, spectask.Caller{UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets},
 		tasktools.DriverName(tool), tasktools.SubmitRequest(tool, call), ttl)
+	end(err)
 	switch {
 	case errors.Is(err, spectask.ErrInvalidParams):
 		writeRPC(w, msg.ID, nil, &rpcError{mcp.INVALID_PARAMS, taskText(err)}, modern)
