@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/metrics"
@@ -493,34 +494,41 @@ const SpanMCPCall = "antler.mcp tools/call"
 // trace context: the request's _meta.traceparent, else the HTTP request's
 // traceparent header.
 func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.Snapshot, call dispatch.Request) (json.RawMessage, error) {
-	parent, state := metaString(call.Meta, tracing.KeyTraceparent), metaString(call.Meta, tracing.KeyTracestate)
-	if c, ok := ctx.Value(callerKey{}).(caller); ok && parent == "" {
-		parent, state = c.traceparent, c.tracestate
-	}
-	attrs := []attribute.KeyValue{tracing.AttrDoor.String(metrics.DoorMCP), tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(call.Name)}
+	var server string
 	if t, ok := snap.Tool(call.Name); ok {
-		attrs = append(attrs, tracing.AttrServer.String(t.Server))
+		server = t.Server
 	}
-	ctx, span := tr.StartRemote(ctx, SpanMCPCall, parent, state, attrs...)
+	ctx, span := startDoorSpan(ctx, tr, call, server)
 	raw, err := snap.Invoke(ctx, call)
 	dispatch.EndSpan(span, raw, err)
 	return raw, err
 }
 
 // doorSpan starts the endpoint's server span for a call that does not go
-// through invoke (a durable task's submit), under the caller's trace
-// context; end is a no-op when tracing is off.
+// through invoke (a durable task's submit); end is a no-op when tracing is
+// off.
 func doorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Request, tool toolcache.Tool) (context.Context, func(error)) {
 	if tr == nil {
 		return ctx, func(error) {}
 	}
+	call.Name = tool.Name // the exposed name, as invoke sets it
+	ctx, span := startDoorSpan(ctx, tr, call, tool.Server)
+	return ctx, func(err error) { tracing.End(span, err) }
+}
+
+// startDoorSpan starts the server span of a tools/call under the caller's
+// trace context: the request's _meta.traceparent, else the HTTP request's
+// traceparent header.
+func startDoorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Request, server string) (context.Context, trace.Span) {
 	parent, state := metaString(call.Meta, tracing.KeyTraceparent), metaString(call.Meta, tracing.KeyTracestate)
 	if c, ok := ctx.Value(callerKey{}).(caller); ok && parent == "" {
 		parent, state = c.traceparent, c.tracestate
 	}
-	ctx, span := tr.StartRemote(ctx, SpanMCPCall, parent, state, tracing.AttrDoor.String(metrics.DoorMCP),
-		tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
-	return ctx, func(err error) { tracing.End(span, err) }
+	attrs := []attribute.KeyValue{tracing.AttrDoor.String(metrics.DoorMCP), tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(call.Name)}
+	if server != "" {
+		attrs = append(attrs, tracing.AttrServer.String(server))
+	}
+	return tr.StartRemote(ctx, SpanMCPCall, parent, state, attrs...)
 }
 
 // metaString is meta[key] when it is a string, else "".
