@@ -160,6 +160,7 @@ func (p *process) connect() (*grpc.ClientConn, error) {
 		cmd.Env = []string{}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	budget := newLineBudget(p.log)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  pluginrpc.Handshake,
 		Plugins:          goplugin.PluginSet{abi.ProcessPluginName: connPlugin{}},
@@ -167,11 +168,11 @@ func (p *process) connect() (*grpc.ClientConn, error) {
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		StartTimeout:     processStartTimeout,
 		Logger:           hclog.NewNullLogger(),
-		Stderr:           &stderrLog{log: p.log},
+		Stderr:           &stderrLog{log: p.log, budget: budget},
 		SyncStdout:       io.Discard,
 		// The plugin's os.Stderr (sdk.Log) arrives here once it serves;
 		// a crash's trace arrives on Stderr.
-		SyncStderr: &stderrLog{log: p.log},
+		SyncStderr: &stderrLog{log: p.log, budget: budget},
 	})
 	rpc, err := client.Client()
 	if err != nil {

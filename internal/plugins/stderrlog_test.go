@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +62,8 @@ func TestStderrLogLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ch := make(chan slog.Record, 16)
-			w := &stderrLog{log: slog.New(recordHandler{out: ch})}
+			log := slog.New(recordHandler{out: ch})
+			w := &stderrLog{log: log, budget: newLineBudget(log)}
 			for _, s := range tt.writes {
 				if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
 					t.Fatalf("Write = %d, %v", n, err)
@@ -81,6 +83,45 @@ func TestStderrLogLines(t *testing.T) {
 				t.Errorf("logged\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestStderrLogBudget: a plugin that writes lines as fast as it can gets
+// maxStderrLinesPerSecond of them into the host's log each second, and one
+// warning counts the rest.
+func TestStderrLogBudget(t *testing.T) {
+	t.Parallel()
+	ch := make(chan slog.Record, 2*maxStderrLinesPerSecond)
+	log := slog.New(recordHandler{out: ch})
+	clock := time.Unix(1000, 0)
+	budget := newLineBudget(log)
+	budget.now = func() time.Time { return clock }
+	out, synced := &stderrLog{log: log, budget: budget}, &stderrLog{log: log, budget: budget}
+	for i := range 3 * maxStderrLinesPerSecond {
+		w := out
+		if i%2 == 1 {
+			w = synced // both streams draw on the one budget
+		}
+		_, _ = w.Write([]byte("info: flood\n"))
+	}
+	clock = clock.Add(time.Second)
+	_, _ = out.Write([]byte("info: after\n"))
+	close(ch)
+	var logged int
+	var report, after bool
+	for r := range ch {
+		a := attrs(r)
+		switch {
+		case r.Message == "plugin log" && a["message"] == "flood":
+			logged++
+		case r.Message == "plugin log lines dropped":
+			report = a["dropped"] == fmt.Sprint(2*maxStderrLinesPerSecond)
+		case a["message"] == "after":
+			after = true
+		}
+	}
+	if logged != maxStderrLinesPerSecond || !report || !after {
+		t.Errorf("logged %d flood lines (want %d), dropped count reported %v, next second's line logged %v", logged, maxStderrLinesPerSecond, report, after)
 	}
 }
 
