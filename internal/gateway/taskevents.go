@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskservice"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) taskEvents(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	cursor, err := s.tasks.FollowEvents(ctx, thread, user, c.Request().Header.Get("Last-Event-ID"))
+	cursor, err := s.tasks.FollowEvents(ctx, task.Scope{User: user, Thread: thread}, c.Request().Header.Get("Last-Event-ID"))
 	if err != nil {
 		return err
 	}

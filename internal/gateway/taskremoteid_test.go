@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
@@ -59,7 +60,7 @@ func TestTaskErrorsHideTheRemoteTaskID(t *testing.T) {
 	}
 	a.do("POST", "/api/mcp/tools/list_background_tasks/call", `{"arguments": {}, "thread_id": "t1"}`)
 
-	rows, err := store.ListByThread(context.Background(), "t1", principal.Default.User, 10, false)
+	rows, err := store.ListByThread(context.Background(), task.Scope{User: principal.Default.User, Thread: "t1"}, 10, false)
 	if err != nil || len(rows) != 2 {
 		t.Fatalf("rows %v, %v", rows, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/antler-mcp/antler/internal/apierror"
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -80,7 +81,7 @@ func (s *Server) listTasks(c echo.Context) error {
 		}
 		limit = n
 	}
-	view, err := s.tasks.ListView(c.Request().Context(), thread, user, limit)
+	view, err := s.tasks.ListView(c.Request().Context(), task.Scope{User: user, Thread: thread}, limit)
 	return taskAnswer(c, view, err)
 }
 
@@ -89,7 +90,7 @@ func (s *Server) getTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	view, err := s.tasks.DetailView(c.Request().Context(), c.Param("task_id"), user, thread)
+	view, err := s.tasks.DetailView(c.Request().Context(), c.Param("task_id"), task.Scope{User: user, Thread: thread})
 	return taskAnswer(c, view, err)
 }
 
@@ -98,7 +99,7 @@ func (s *Server) cancelTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	view, err := s.tasks.CancelView(c.Request().Context(), c.Param("task_id"), user, thread)
+	view, err := s.tasks.CancelView(c.Request().Context(), c.Param("task_id"), task.Scope{User: user, Thread: thread})
 	return taskAnswer(c, view, err)
 }
 
@@ -118,6 +119,6 @@ func (s *Server) answerTask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	view, err := s.tasks.AnswerView(c.Request().Context(), c.Param("task_id"), user, thread, a)
+	view, err := s.tasks.AnswerView(c.Request().Context(), c.Param("task_id"), task.Scope{User: user, Thread: thread}, a)
 	return taskAnswer(c, view, err)
 }

@@ -110,7 +110,7 @@ func TestSubmitSecretsReachTheUpstreamOnlyOnSubmit(t *testing.T) {
 		if code != 200 || res["isError"] != true || !strings.Contains(text(res), want) {
 			t.Errorf("submit without secrets: %d %v, want isError with %q", code, res, want)
 		}
-		rows, err := store.ListByThread(context.Background(), "t2", principal.Default.User, 50, false)
+		rows, err := store.ListByThread(context.Background(), task.Scope{User: principal.Default.User, Thread: "t2"}, 50, false)
 		if err != nil || len(rows) != 0 {
 			t.Errorf("task rows in t2: %v, %v; want none", rows, err)
 		}

@@ -60,7 +60,7 @@ func (s *Service) Update(ctx context.Context, rev Revision, c Caller, taskID str
 	}
 	slices.Sort(keys)
 	key := keys[0]
-	if row.Status == string(task.StatusInputRequired) && s.ts.CanAnswer(row) {
+	if row.Status == task.StatusInputRequired && s.ts.CanAnswer(row) {
 		want := InputRequestID(row)
 		for _, k := range keys {
 			if k != want {
@@ -108,7 +108,7 @@ func (s *Service) record(ctx context.Context, row taskstore.Task, key string, a 
 	if !s.ts.CanAnswer(row) {
 		return taskstore.Task{}, fmt.Errorf("%w: %s", ErrCannotAnswer, taskservice.ErrCannotAnswer.Error())
 	}
-	out, err := s.ts.Answer(ctx, row.ID, row.UserID, row.ThreadID, a)
+	out, err := s.ts.Answer(ctx, row.ID, row.Scope(), a)
 	var nir *taskstore.NotInputRequiredError
 	switch {
 	case err == nil:
@@ -138,7 +138,7 @@ type Asker func(ctx context.Context, taskID string, params json.RawMessage) (tas
 // answer that lost a race (the task was answered or cancelled meanwhile)
 // is dropped: the task has moved on, and the caller keeps waiting.
 func (s *Service) ask(ctx context.Context, row taskstore.Task, asked map[string]bool, ask Asker) error {
-	if row.Status != string(task.StatusInputRequired) || !row.CancelRequestedAt.IsZero() || row.AnswerStatus == taskstore.AnswerPending || !s.ts.CanAnswer(row) {
+	if row.Status != task.StatusInputRequired || !row.CancelRequestedAt.IsZero() || row.AnswerStatus == taskstore.AnswerPending || !s.ts.CanAnswer(row) {
 		return nil
 	}
 	key := InputRequestID(row)
@@ -164,7 +164,7 @@ func (s *Service) ask(ctx context.Context, row taskstore.Task, asked map[string]
 	if err != nil {
 		return err
 	}
-	if now.Status != string(task.StatusInputRequired) || InputRequestID(now) != key {
+	if now.Status != task.StatusInputRequired || InputRequestID(now) != key {
 		s.log.Info("MCP task answer from elicitation dropped: the task moved on while the client answered", "task_id", row.ID)
 		return nil
 	}

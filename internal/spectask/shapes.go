@@ -41,7 +41,7 @@ func status(rev Revision, row taskstore.Task) string {
 	case rev == Rev20260728 && st == task.StatusFailed:
 		return "completed"
 	}
-	return row.Status
+	return string(row.Status)
 }
 
 func terminalStatus(s string) bool {
@@ -134,7 +134,7 @@ func (s *Service) detailOf(row taskstore.Task) map[string]any {
 	switch {
 	case d["status"] == "completed":
 		d["result"] = resultOf(row)
-	case row.Status == string(task.StatusInputRequired):
+	case row.Status == task.StatusInputRequired:
 		d["inputRequests"] = map[string]any{InputRequestID(row): map[string]any{
 			"method": methodElicit,
 			"params": elicitationOf(row),
@@ -210,13 +210,13 @@ func elicitationOf(row taskstore.Task) map[string]any {
 // error; a cancelled one an error result saying so.
 func resultOf(row taskstore.Task) map[string]any {
 	switch {
-	case row.Status == string(task.StatusFailed):
+	case row.Status == task.StatusFailed:
 		msg := row.Error
 		if msg == "" {
 			msg = msgFailed
 		}
 		return errorResult(task.Truncate(msg, task.MaxPublicErrorChars))
-	case row.Status != string(task.StatusCompleted):
+	case row.Status != task.StatusCompleted:
 		return errorResult(msgCancelled)
 	}
 	content := []map[string]any{}

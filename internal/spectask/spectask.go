@@ -277,7 +277,7 @@ func (s *Service) Cancel(ctx context.Context, rev Revision, c Caller, taskID str
 		return nil, fmt.Errorf("%w: task %s is already %s", ErrInvalidParams, row.ID, status(rev, row))
 	}
 	if !task.Status(row.Status).IsTerminal() {
-		row, err = s.ts.Cancel(ctx, row.ID, row.UserID, row.ThreadID)
+		row, err = s.ts.Cancel(ctx, row.ID, row.Scope())
 		if errors.Is(err, taskstore.ErrNotFound) {
 			return nil, ErrNotFound
 		}

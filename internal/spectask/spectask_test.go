@@ -87,7 +87,7 @@ func createdID(t *testing.T, rev spectask.Revision, raw json.RawMessage) string 
 }
 
 // waitStatus waits until the stored task has status.
-func (r *rig) waitStatus(id, status string) taskstore.Task {
+func (r *rig) waitStatus(id string, status task.Status) taskstore.Task {
 	r.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -245,7 +245,7 @@ func TestFinishedShapes(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Result: %v", err)
 			}
-			if row, err := r.store.Get(ctx, id, "alice"); err != nil || row.Status != tt.final {
+			if row, err := r.store.Get(ctx, id, "alice"); err != nil || string(row.Status) != tt.final {
 				t.Errorf("Result returned while the task is %s (%v), want %s", row.Status, err, tt.final)
 			}
 			golden(t, tt.name+"-result-2025-11-25", res, id)

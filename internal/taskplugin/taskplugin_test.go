@@ -20,6 +20,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/plugins"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskplugin"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
@@ -341,7 +342,7 @@ func TestServerDriverRunsSpecTaskTools(t *testing.T) {
 				!strings.Contains(fmt.Sprint(done["result"]), "hello") {
 				t.Errorf("task = %v, want completed by the plugin with the tool's text", done)
 			}
-			row, err := rt.Service.Get(context.Background(), id, "default", "t1")
+			row, err := rt.Service.Get(context.Background(), id, task.Scope{User: "default", Thread: "t1"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -39,14 +39,14 @@ func (s *Service) CanAnswer(row taskstore.Task) bool {
 // (*taskstore.NotInputRequiredError) and a task whose earlier answer is
 // still pending (taskstore.ErrAnswerPending). The answer's content is the
 // user's data: no error or log line quotes it.
-func (s *Service) Answer(ctx context.Context, id, userID, threadID string, a task.Answer) (taskstore.Task, error) {
+func (s *Service) Answer(ctx context.Context, id string, sc task.Scope, a task.Answer) (taskstore.Task, error) {
 	if !s.Running() {
 		return taskstore.Task{}, ErrNotRunning
 	}
 	if err := a.Validate(); err != nil {
 		return taskstore.Task{}, err
 	}
-	row, err := s.Get(ctx, id, userID, threadID)
+	row, err := s.Get(ctx, id, sc)
 	if err != nil {
 		return taskstore.Task{}, err
 	}
@@ -59,9 +59,9 @@ func (s *Service) Answer(ctx context.Context, id, userID, threadID string, a tas
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	row, err = s.store.RecordAnswer(ctx, id, userID, threadID, answerIDPrefix+hex.EncodeToString(b[:]), body, s.now())
+	row, err = s.store.RecordAnswer(ctx, id, sc, answerIDPrefix+hex.EncodeToString(b[:]), body, s.now())
 	if err == nil {
-		s.auditTask(row, "answer_recorded", "input_required")
+		s.auditTask(row, "answer_recorded", task.StatusInputRequired)
 	}
 	return row, err
 }
@@ -78,7 +78,7 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 	drv, err := s.drivers.Get(row.DriverName)
 	if err != nil {
 		at := s.now()
-		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID,
+		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.Lease(), row.AnswerID,
 			at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
 		return rerr
 	}
@@ -110,7 +110,7 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 		return nil // shutting down: the lease expires and the answer is delivered again
 	case err != nil && task.IsPermanent(err):
 		msg := task.Truncate(refusedPrefix+err.Error(), task.MaxErrorChars)
-		ok, rerr := s.store.RefuseAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, msg, at.Add(s.cfg.InputRequiredPollInterval()), at)
+		ok, rerr := s.store.RefuseAnswer(ctx, row.Lease(), row.AnswerID, msg, at.Add(s.cfg.InputRequiredPollInterval()), at)
 		if rerr == nil && ok {
 			s.auditTask(row, "answer_refused", "")
 		}
@@ -120,13 +120,13 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 		return rerr
 	case err != nil:
 		next := at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg))
-		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, next, task.Truncate(err.Error(), task.MaxErrorChars), at)
+		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.Lease(), row.AnswerID, next, task.Truncate(err.Error(), task.MaxErrorChars), at)
 		return rerr
 	}
 	next := nextPoll(at, snap, s.cfg)
-	ok, err = s.store.ApplyAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, toStore(snap), driverData(snap), next, at)
+	ok, err = s.store.ApplyAnswer(ctx, row.Lease(), row.AnswerID, toStore(snap), driverData(snap), next, at)
 	if err == nil && ok {
-		s.auditMove(row, "answer_delivered", string(snap.Status))
+		s.auditMove(row, "answer_delivered", snap.Status)
 	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded an MCP task answer's reply after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)
@@ -142,13 +142,13 @@ func (s *Service) abandonAnswer(ctx context.Context, row taskstore.Task, ab *tas
 	snap, err := task.Normalize(ab.Snapshot, s.cfg)
 	if err != nil {
 		next := at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg))
-		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, next, task.Truncate(err.Error(), task.MaxErrorChars), at)
+		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.Lease(), row.AnswerID, next, task.Truncate(err.Error(), task.MaxErrorChars), at)
 		return rerr
 	}
 	msg := task.Truncate("The answer was not delivered: "+ab.Reason, task.MaxErrorChars)
-	ok, err := s.store.AbandonAnswer(ctx, row.ID, s.owner, row.LeaseToken, row.AnswerID, toStore(snap), driverData(snap), msg, nextPoll(at, snap, s.cfg), at)
+	ok, err := s.store.AbandonAnswer(ctx, row.Lease(), row.AnswerID, toStore(snap), driverData(snap), msg, nextPoll(at, snap, s.cfg), at)
 	if err == nil && ok {
-		s.auditMove(row, "answer_abandoned", string(snap.Status))
+		s.auditMove(row, "answer_abandoned", snap.Status)
 	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded an MCP task answer's abandonment after lease ownership changed or expired; the answer stays pending", "task_id", row.ID)

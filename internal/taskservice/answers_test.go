@@ -47,7 +47,7 @@ func TestAnswersOnTwoReplicas(t *testing.T) {
 	}
 	a.Start()
 	b.Start()
-	await := func(id, status string) taskstore.Task {
+	await := func(id string, status task.Status) taskstore.Task {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
 		for {
@@ -67,11 +67,11 @@ func TestAnswersOnTwoReplicas(t *testing.T) {
 	for i, id := range ids {
 		await(id, "input_required")
 		svc := []*taskservice.Service{a, b}[i%2]
-		row, err := svc.Answer(ctx, id, "alice", "t1", task.Answer{Action: "accept", Content: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))})
+		row, err := svc.Answer(ctx, id, task.Scope{User: "alice", Thread: "t1"}, task.Answer{Action: "accept", Content: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))})
 		if err != nil || row.AnswerStatus != taskstore.AnswerPending {
 			t.Fatalf("answer %s: %+v %v", id, row, err)
 		}
-		if _, err := b.Answer(ctx, id, "alice", "t1", task.Answer{Action: "decline"}); !errors.Is(err, taskstore.ErrAnswerPending) {
+		if _, err := b.Answer(ctx, id, task.Scope{User: "alice", Thread: "t1"}, task.Answer{Action: "decline"}); !errors.Is(err, taskstore.ErrAnswerPending) {
 			t.Errorf("a second answer on the other replica: %v, want ErrAnswerPending", err)
 		}
 	}

@@ -54,7 +54,7 @@ func bobCompletes(t *testing.T, svc *taskservice.Service, store *taskstore.Store
 		if err != nil {
 			t.Fatal(err)
 		}
-		return row.Status == "completed", row.Status
+		return row.Status == "completed", string(row.Status)
 	})
 	return bob
 }
@@ -63,7 +63,7 @@ func bobCompletes(t *testing.T, svc *taskservice.Service, store *taskstore.Store
 func cancelAndWait(t *testing.T, svc *taskservice.Service, store *taskstore.Store, id, user string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := svc.Cancel(ctx, id, user, "t1"); err != nil {
+	if _, err := svc.Cancel(ctx, id, task.Scope{User: user, Thread: "t1"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the cancellation", func() (bool, string) {
@@ -71,7 +71,7 @@ func cancelAndWait(t *testing.T, svc *taskservice.Service, store *taskstore.Stor
 		if err != nil {
 			t.Fatal(err)
 		}
-		return row.Status == "cancelled", row.Status
+		return row.Status == "cancelled", string(row.Status)
 	})
 }
 
@@ -203,7 +203,7 @@ func TestActiveTaskCap(t *testing.T) {
 			if s := serverStats(t, cache, "stats"); s.Submits != 3 {
 				t.Errorf("the upstream saw %d submits, want 3: the refused one reached it", s.Submits)
 			}
-			if rows, err := store.ListByThread(ctx, "t1", "alice", 10, false); err != nil || len(rows) != 3 {
+			if rows, err := store.ListByThread(ctx, task.Scope{User: "alice", Thread: "t1"}, 10, false); err != nil || len(rows) != 3 {
 				t.Errorf("alice has %d task rows (%v), want 3", len(rows), err)
 			}
 			if _, err := submitAs(ctx, svc, "bob", `{"topic": "b", "delay_ms": 0}`); err != nil {
@@ -257,7 +257,7 @@ func TestConcurrentSubmitsAtTheCap(t *testing.T) {
 			if s := serverStats(t, cache, "stats"); s.Submits != 5 {
 				t.Errorf("the upstream saw %d submits, want 5", s.Submits)
 			}
-			if rows, err := store.ListByThread(ctx, "t1", "alice", 20, true); err != nil || len(rows) != 5 {
+			if rows, err := store.ListByThread(ctx, task.Scope{User: "alice", Thread: "t1"}, 20, true); err != nil || len(rows) != 5 {
 				t.Errorf("alice has %d active rows (%v), want 5", len(rows), err)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -69,9 +70,15 @@ func TestCancelledHungPollsStillCountAgainstTheShare(t *testing.T) {
 					}
 					ids = append(ids, row.ID)
 				}
-				cancel := func(id string) error { _, err := store.RequestCancel(ctx, id, "alice", "t1", time.Now()); return err }
+				cancel := func(id string) error {
+					_, err := store.RequestCancel(ctx, id, task.Scope{User: "alice", Thread: "t1"}, time.Now())
+					return err
+				}
 				if here {
-					cancel = func(id string) error { _, err := svc.Cancel(ctx, id, "alice", "t1"); return err }
+					cancel = func(id string) error {
+						_, err := svc.Cancel(ctx, id, task.Scope{User: "alice", Thread: "t1"})
+						return err
+					}
 				}
 				svc.Start()
 				stop := make(chan struct{})
@@ -164,7 +171,7 @@ func TestHungCancelsOfOneUserDoNotHoldUpAnother(t *testing.T) {
 			}
 			svc.Start()
 			for _, row := range alice {
-				if _, err := svc.Cancel(ctx, row.ID, "alice", "t1"); err != nil {
+				if _, err := svc.Cancel(ctx, row.ID, task.Scope{User: "alice", Thread: "t1"}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/apierror"
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -35,23 +36,23 @@ type sentEvent struct {
 	at      time.Time
 }
 
-// EventCursor follows the caller's task events in one thread. Events may be
+// EventCursor follows the caller's task events in one scope. Events may be
 // recorded by any replica, so it reads the store rather than listening to
 // this process; delivery is at least once (a reader deduplicates on
 // task_id and version). It is not safe for concurrent use.
 type EventCursor struct {
-	svc          *Service
-	thread, user string
-	cursor       time.Time
-	seen         map[string]sentEvent
+	svc    *Service
+	scope  task.Scope
+	cursor time.Time
+	seen   map[string]sentEvent
 }
 
-// FollowEvents starts a cursor over the caller's task events in a thread.
+// FollowEvents starts a cursor over the task events of the caller's scope.
 // With a lastEventID (a StreamEvent.ID from an earlier stream) it resumes
 // from that time, and events of the last few seconds before it may come
 // again; without one it starts now (the task list gives the current state).
 // A lastEventID that is no such id is an *apierror.Error.
-func (s *Service) FollowEvents(ctx context.Context, threadID, userID, lastEventID string) (*EventCursor, error) {
+func (s *Service) FollowEvents(ctx context.Context, sc task.Scope, lastEventID string) (*EventCursor, error) {
 	start, resume := time.Now(), false
 	if lastEventID != "" {
 		ms, err := strconv.ParseInt(lastEventID, 10, 64)
@@ -60,7 +61,7 @@ func (s *Service) FollowEvents(ctx context.Context, threadID, userID, lastEventI
 		}
 		start, resume = time.UnixMilli(ms), true
 	}
-	c := &EventCursor{svc: s, thread: threadID, user: userID, cursor: start, seen: map[string]sentEvent{}}
+	c := &EventCursor{svc: s, scope: sc, cursor: start, seen: map[string]sentEvent{}}
 	if !resume {
 		// A new stream starts now: events recorded before it are history,
 		// even those inside the re-read window.
@@ -113,7 +114,7 @@ func (c *EventCursor) Next(ctx context.Context, send func(StreamEvent) error) er
 func (c *EventCursor) each(ctx context.Context, from time.Time, fn func(taskstore.Task) error) error {
 	at, id := from, ""
 	for {
-		rows, err := c.svc.ThreadEvents(ctx, c.thread, c.user, at, id, eventBatch)
+		rows, err := c.svc.ThreadEvents(ctx, c.scope, at, id, eventBatch)
 		if err != nil {
 			return err
 		}

@@ -50,7 +50,7 @@ func (s *Service) runNotifications(ctx context.Context) error {
 // retried after one poll interval without counting; other failures are
 // counted and retried with capped exponential backoff.
 func (s *Service) notifyOne(ctx context.Context, row taskstore.Task) error {
-	l := taskstore.LeaseOf(row)
+	l := row.NotifyLease()
 	if n := row.NotificationAttemptCount; n >= task.MaxNotificationAttempts {
 		prev := row.NotificationError
 		if prev == "" {

@@ -101,7 +101,11 @@ func New(opts Options) *Service {
 	if s.store != nil {
 		s.metrics.SetTaskStats(func(ctx context.Context) (metrics.TaskStats, error) {
 			st, err := s.store.Stats(ctx)
-			return metrics.TaskStats{ByStatus: st.ByStatus, Degraded: st.Degraded, AnswersPending: st.AnswersPending}, err
+			byStatus := make(map[string]int, len(st.ByStatus))
+			for status, n := range st.ByStatus {
+				byStatus[string(status)] = n
+			}
+			return metrics.TaskStats{ByStatus: byStatus, Degraded: st.Degraded, AnswersPending: st.AnswersPending}, err
 		})
 	}
 	return s
@@ -208,7 +212,7 @@ func (s *Service) workerPool(ctx context.Context, w work) {
 			}
 			for _, row := range rows {
 				if perUser[row.UserID] >= share {
-					if _, err := s.store.ReturnClaim(ctx, row.ID, s.owner, row.LeaseToken, w.cancel); err != nil && ctx.Err() == nil {
+					if _, err := s.store.ReturnClaim(ctx, row.Lease(), w.cancel); err != nil && ctx.Err() == nil {
 						s.log.Warn("returning an unused MCP task claim failed; its lease expires on its own", "task_id", row.ID, "error", err.Error())
 					}
 					again = true // the user is left out of the next claim
@@ -358,9 +362,9 @@ func (s *Service) persist(ctx context.Context, driverName string, req task.Submi
 
 // auditTask records a lifecycle change of row (its status after the
 // change), from the status before it ("" when none or unchanged).
-func (s *Service) auditTask(row taskstore.Task, change, from string) {
+func (s *Service) auditTask(row taskstore.Task, change string, from task.Status) {
 	s.audit.TaskChange(audit.Task{ID: row.ID, User: row.UserID, Thread: row.ThreadID, Server: row.ServerName,
-		Driver: row.DriverName, Change: change, From: from, To: row.Status})
+		Driver: row.DriverName, Change: change, From: string(from), To: string(row.Status)})
 }
 
 func (s *Service) compensate(drv task.Driver, ref task.Reference) {
@@ -448,7 +452,7 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 	drv, err := s.drivers.Get(row.DriverName)
 	if err != nil {
 		at := s.now()
-		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
+		_, rerr := s.store.ReleaseClaim(ctx, row.Lease(), at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
 		return rerr
 	}
 	started := time.Now()
@@ -467,15 +471,15 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 		snap = task.FailedSnapshot(err.Error())
 	case err != nil:
 		next := polledAt.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg))
-		_, rerr := s.store.ReleaseClaim(ctx, row.ID, s.owner, row.LeaseToken, next, task.Truncate(err.Error(), task.MaxErrorChars), polledAt)
+		_, rerr := s.store.ReleaseClaim(ctx, row.Lease(), next, task.Truncate(err.Error(), task.MaxErrorChars), polledAt)
 		return rerr
 	}
-	ok, err := s.store.ApplyPoll(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), driverData(snap), nextPoll(polledAt, snap, s.cfg), polledAt)
+	ok, err := s.store.ApplyPoll(ctx, row.Lease(), toStore(snap), driverData(snap), nextPoll(polledAt, snap, s.cfg), polledAt)
 	if err != nil {
 		return err
 	}
-	if ok && string(snap.Status) != row.Status {
-		s.auditStatus(row, string(snap.Status))
+	if ok && snap.Status != row.Status {
+		s.auditStatus(row, snap.Status)
 	}
 	if !ok {
 		s.log.Warn("Discarded MCP task poll result after lease ownership changed or expired", "task_id", row.ID)
@@ -530,12 +534,12 @@ func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
 			return nil
 		}
 		next := at.Add(task.CancelBackoff(row.CancelAttemptCount, s.cfg))
-		_, rerr := s.store.ReleaseCancelClaim(ctx, row.ID, s.owner, row.LeaseToken, next, task.Truncate(err.Error(), task.MaxErrorChars), at)
+		_, rerr := s.store.ReleaseCancelClaim(ctx, row.Lease(), next, task.Truncate(err.Error(), task.MaxErrorChars), at)
 		return rerr
 	}
-	ok, err := s.store.ApplyCancelSnapshot(ctx, row.ID, s.owner, row.LeaseToken, toStore(snap), at)
-	if err == nil && ok && string(snap.Status) != row.Status {
-		s.auditStatus(row, string(snap.Status))
+	ok, err := s.store.ApplyCancelSnapshot(ctx, row.Lease(), toStore(snap), at)
+	if err == nil && ok && snap.Status != row.Status {
+		s.auditStatus(row, snap.Status)
 	}
 	if err == nil && !ok {
 		s.log.Warn("Discarded MCP task cancellation result after lease ownership changed or expired", "task_id", row.ID)
@@ -547,11 +551,11 @@ func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
 // request fences any poll in flight, and ends its status call if this
 // process runs it. It returns once the request is durable,
 // and refuses while no worker runs.
-func (s *Service) Cancel(ctx context.Context, id, userID, threadID string) (taskstore.Task, error) {
+func (s *Service) Cancel(ctx context.Context, id string, sc task.Scope) (taskstore.Task, error) {
 	if !s.Running() {
 		return taskstore.Task{}, ErrNotRunning
 	}
-	row, err := s.store.RequestCancel(ctx, id, userID, threadID, s.now())
+	row, err := s.store.RequestCancel(ctx, id, sc, s.now())
 	if err == nil {
 		s.auditTask(row, "cancel_requested", "")
 		if stop, ok := s.polling.Load(id); ok {
@@ -589,7 +593,7 @@ func driverData(s task.Snapshot) json.RawMessage {
 
 // toStore converts a normalised snapshot to the store's columns.
 func toStore(s task.Snapshot) taskstore.Snapshot {
-	out := taskstore.Snapshot{Status: string(s.Status), Result: s.Result, ResultTruncated: s.ResultTruncated,
+	out := taskstore.Snapshot{Status: s.Status, Result: s.Result, ResultTruncated: s.ResultTruncated,
 		Error: s.Error, InputRequired: s.InputRequired}
 	if s.ResultPreview != nil {
 		out.ResultPreview = *s.ResultPreview
@@ -600,25 +604,25 @@ func toStore(s task.Snapshot) taskstore.Snapshot {
 	return out
 }
 
-// ThreadEvents pages through the caller's task events in a thread, oldest
+// ThreadEvents pages through the task events of the caller's scope, oldest
 // first, after the position (at, id) (see taskstore.Store.ThreadEvents).
-func (s *Service) ThreadEvents(ctx context.Context, threadID, userID string, at time.Time, id string, limit int) ([]taskstore.Task, error) {
-	return s.store.ThreadEvents(ctx, threadID, userID, at, id, limit)
+func (s *Service) ThreadEvents(ctx context.Context, sc task.Scope, at time.Time, id string, limit int) ([]taskstore.Task, error) {
+	return s.store.ThreadEvents(ctx, sc, at, id, limit)
 }
 
 // Event is a task's current event document.
 func (s *Service) Event(row taskstore.Task) json.RawMessage { return s.store.Event(row) }
 
-// List returns the caller's tasks in a thread, newest first.
-func (s *Service) List(ctx context.Context, threadID, userID string, limit int, activeOnly bool) ([]taskstore.Task, error) {
-	return s.store.ListByThread(ctx, threadID, userID, limit, activeOnly)
+// List returns the tasks of the caller's scope, newest first.
+func (s *Service) List(ctx context.Context, sc task.Scope, limit int, activeOnly bool) ([]taskstore.Task, error) {
+	return s.store.ListByThread(ctx, sc, limit, activeOnly)
 }
 
 // Get returns one of the caller's tasks (taskstore.ErrNotFound otherwise,
 // also for another thread's task).
-func (s *Service) Get(ctx context.Context, id, userID, threadID string) (taskstore.Task, error) {
-	row, err := s.store.Get(ctx, id, userID)
-	if err == nil && row.ThreadID != threadID {
+func (s *Service) Get(ctx context.Context, id string, sc task.Scope) (taskstore.Task, error) {
+	row, err := s.store.Get(ctx, id, sc.User)
+	if err == nil && row.ThreadID != sc.Thread {
 		return taskstore.Task{}, taskstore.ErrNotFound
 	}
 	return row, err
@@ -641,11 +645,11 @@ func (e *AmbiguousError) Error() string {
 	return "More than one active background task matches; specify one task name: " + strings.Join(names, ", ")
 }
 
-// CancelMatching cancels the caller's active task in the thread named by
+// CancelMatching cancels the caller's active task in its scope named by
 // name: an exact task id, or a task name compared trimmed and case-folded;
 // with no name, the only active task.
-func (s *Service) CancelMatching(ctx context.Context, threadID, userID, name string) (taskstore.Task, error) {
-	active, err := s.store.ListByThread(ctx, threadID, userID, 100, true)
+func (s *Service) CancelMatching(ctx context.Context, sc task.Scope, name string) (taskstore.Task, error) {
+	active, err := s.store.ListByThread(ctx, sc, 100, true)
 	if err != nil {
 		return taskstore.Task{}, err
 	}
@@ -667,7 +671,7 @@ func (s *Service) CancelMatching(ctx context.Context, threadID, userID, name str
 		}
 		return taskstore.Task{}, &AmbiguousError{Names: names}
 	}
-	row, err := s.Cancel(ctx, matches[0].ID, userID, threadID)
+	row, err := s.Cancel(ctx, matches[0].ID, sc)
 	if errors.Is(err, taskstore.ErrNotFound) {
 		return taskstore.Task{}, ErrGone
 	}
@@ -696,10 +700,12 @@ func (s *Service) UserEvents(ctx context.Context, userID string, at time.Time, i
 }
 
 // auditStatus records row's status change to status.
-func (s *Service) auditStatus(row taskstore.Task, status string) { s.auditMove(row, "status", status) }
+func (s *Service) auditStatus(row taskstore.Task, status task.Status) {
+	s.auditMove(row, "status", status)
+}
 
 // auditMove records a change of row that moved it to status.
-func (s *Service) auditMove(row taskstore.Task, change, status string) {
+func (s *Service) auditMove(row taskstore.Task, change string, status task.Status) {
 	from := row.Status
 	row.Status = status
 	s.auditTask(row, change, from)

@@ -48,7 +48,7 @@ func (r *rig) submit(args string) taskstore.Task {
 
 // pollUntil runs passes (the clock moved past next_poll_at) until the task
 // reaches status or the deadline passes.
-func (r *rig) pollUntil(id, status string) taskstore.Task {
+func (r *rig) pollUntil(id string, status task.Status) taskstore.Task {
 	r.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -104,13 +104,13 @@ func TestPermanentAndRetryableFailures(t *testing.T) {
 
 func TestCancelTwiceCancelsOnceRemotely(t *testing.T) {
 	r := newRig(t, fastConfig())
-	if _, err := r.svc.Cancel(context.Background(), "mcp-task-x", "alice", "t1"); err != taskservice.ErrNotRunning {
+	if _, err := r.svc.Cancel(context.Background(), "mcp-task-x", task.Scope{User: "alice", Thread: "t1"}); err != taskservice.ErrNotRunning {
 		t.Fatalf("cancel without a worker: %v, want ErrNotRunning", err)
 	}
 	r.svc.Start()
 	row := r.submit(`{"topic": "x", "delay_ms": 60000}`)
 	for range 2 {
-		if _, err := r.svc.Cancel(context.Background(), row.ID, "alice", "t1"); err != nil {
+		if _, err := r.svc.Cancel(context.Background(), row.ID, task.Scope{User: "alice", Thread: "t1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestCancelTwiceCancelsOnceRemotely(t *testing.T) {
 	if _, cancels := r.stats(); cancels != 1 {
 		t.Errorf("remote cancel calls = %d, want 1", cancels)
 	}
-	if _, err := r.svc.Cancel(context.Background(), row.ID, "bob", "t1"); err == nil {
+	if _, err := r.svc.Cancel(context.Background(), row.ID, task.Scope{User: "bob", Thread: "t1"}); err == nil {
 		t.Error("another user cancelled alice's task")
 	}
 }

@@ -29,7 +29,7 @@ func (s *Service) TrackingDegraded(r taskstore.Task) bool {
 // .../mcp-tasks).
 func (s *Service) Item(r taskstore.Task) map[string]any {
 	return map[string]any{
-		"task_id": r.ID, "task_name": neutralize(r.TaskName), "status": r.Status,
+		"task_id": r.ID, "task_name": neutralize(r.TaskName), "status": string(r.Status),
 		"created_at": Timestamp(r.CreatedAt), "updated_at": Timestamp(r.UpdatedAt),
 		"error":             Nullable(task.Truncate(r.Error, task.MaxPublicErrorChars)),
 		"tracking_degraded": s.TrackingDegraded(r),
@@ -71,8 +71,8 @@ func (s *Service) answerView(r taskstore.Task) map[string]any {
 }
 
 // ListView answers GET .../mcp-tasks: {"tasks": [Item...]}, newest first.
-func (s *Service) ListView(ctx context.Context, threadID, userID string, limit int) (map[string]any, error) {
-	rows, err := s.List(ctx, threadID, userID, limit, false)
+func (s *Service) ListView(ctx context.Context, sc task.Scope, limit int) (map[string]any, error) {
+	rows, err := s.List(ctx, sc, limit, false)
 	if err != nil {
 		return nil, err
 	}
@@ -84,22 +84,22 @@ func (s *Service) ListView(ctx context.Context, threadID, userID string, limit i
 }
 
 // DetailView answers GET .../mcp-tasks/{task_id}.
-func (s *Service) DetailView(ctx context.Context, id, userID, threadID string) (map[string]any, error) {
-	return s.detailOf(s.Get(ctx, id, userID, threadID))
+func (s *Service) DetailView(ctx context.Context, id string, sc task.Scope) (map[string]any, error) {
+	return s.detailOf(s.Get(ctx, id, sc))
 }
 
 // CancelView answers POST .../{task_id}/cancel (see Cancel).
-func (s *Service) CancelView(ctx context.Context, id, userID, threadID string) (map[string]any, error) {
-	return s.detailOf(s.Cancel(ctx, id, userID, threadID))
+func (s *Service) CancelView(ctx context.Context, id string, sc task.Scope) (map[string]any, error) {
+	return s.detailOf(s.Cancel(ctx, id, sc))
 }
 
 // AnswerView answers POST .../{task_id}/input (see Answer): the task, now
 // working with the answer pending.
-func (s *Service) AnswerView(ctx context.Context, id, userID, threadID string, a task.Answer) (map[string]any, error) {
+func (s *Service) AnswerView(ctx context.Context, id string, sc task.Scope, a task.Answer) (map[string]any, error) {
 	if err := a.Validate(); err != nil {
 		return nil, apierror.Wrap(err, http.StatusBadRequest, "%s", err.Error()) // names the field, never the content
 	}
-	return s.detailOf(s.Answer(ctx, id, userID, threadID, a))
+	return s.detailOf(s.Answer(ctx, id, sc, a))
 }
 
 // DecodeAnswer reads the body of POST .../{task_id}/input: one elicitation

@@ -106,7 +106,7 @@ func applyAll(b *testing.B, s *taskstore.Store, tasks []taskstore.Task, owner st
 		wg.Go(func() {
 			snap := taskstore.Snapshot{Status: "working",
 				Result: json.RawMessage(fmt.Sprintf(`{"progress":%d}`, t.PollAttemptCount%100))}
-			ok, err := s.ApplySnapshot(context.Background(), t.ID, owner, t.LeaseToken, snap, now.Add(time.Millisecond), now)
+			ok, err := s.ApplySnapshot(context.Background(), taskstore.Lease{ID: t.ID, Owner: owner, Token: t.LeaseToken}, snap, now.Add(time.Millisecond), now)
 			switch {
 			case err != nil:
 				b.Error(err)

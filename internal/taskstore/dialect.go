@@ -160,14 +160,14 @@ func (d dialect) claimSQL(set, where, order string) string {
 func (d dialect) claimDueSQL() string {
 	ranked := "SELECT id, next_poll_at AS due, ROW_NUMBER() OVER (PARTITION BY user_id" +
 		" ORDER BY CASE WHEN lease_expires_at >= $3 THEN 0 ELSE 1 END, next_poll_at, id) AS user_rank," +
-		" lease_expires_at AS held_until FROM mcp_tasks WHERE " + claimableDueWhere + " AND " + d.notAmongUsers("$6")
+		" lease_expires_at AS held_until FROM mcp_tasks WHERE " + claimableDueWhere() + " AND " + d.notAmongUsers("$6")
 	free := "SELECT id AS cid, due, user_rank FROM (" + ranked + ") ranked" +
 		" WHERE (held_until IS NULL OR held_until < $3) AND user_rank <= $5" +
 		" ORDER BY user_rank, due, cid LIMIT "
 	if d == dialectPostgres {
 		return "UPDATE mcp_tasks SET " + claimDueSet(d) +
 			" WHERE id = ANY(ARRAY(SELECT id FROM mcp_tasks JOIN (" + free + "2 * $4) candidates ON id = cid" +
-			" WHERE " + claimDueWhere + " ORDER BY user_rank, due, cid LIMIT $4 FOR UPDATE OF mcp_tasks SKIP LOCKED))" +
+			" WHERE " + claimDueWhere() + " ORDER BY user_rank, due, cid LIMIT $4 FOR UPDATE OF mcp_tasks SKIP LOCKED))" +
 			" RETURNING " + taskColumns
 	}
 	return "UPDATE mcp_tasks SET " + claimDueSet(d) + " WHERE id IN (SELECT cid FROM (" + free + "$4))" +

@@ -36,12 +36,6 @@ func WithTrackingDegradedAfter(n int) Option {
 // TrackingDegradedAfter returns the store's tracking_degraded threshold.
 func (s *Store) TrackingDegradedAfter() int { return s.trackingDegradedAfter }
 
-// attention reports whether a status needs the user's attention, which makes
-// it a notification event.
-func attention(status string) bool {
-	return status == "input_required" || terminal(status)
-}
-
 // inFlightNotification reports whether a notification of an earlier event is
 // being delivered; recording a newer event then leaves the delivery alone, and
 // the notifier picks the newer version up afterwards.
@@ -52,7 +46,7 @@ func inFlightNotification(status string) bool {
 // eventOf returns the notification event of t and whether it has one: only a
 // task in an attention status or whose tracking is degraded has an event.
 func (s *Store) eventOf(t Task) (map[string]any, bool) {
-	if !attention(t.Status) && !s.degraded(t) {
+	if !t.Status.NeedsAttention() && !s.degraded(t) {
 		return nil, false
 	}
 	return s.eventDoc(t), true
@@ -72,7 +66,7 @@ func (s *Store) eventDoc(t Task) map[string]any {
 	return map[string]any{
 		"task_id":           t.ID,
 		"task_name":         t.TaskName,
-		"status":            t.Status,
+		"status":            string(t.Status),
 		"result":            jsonValue(t.Result),
 		"result_preview":    nullText(t.ResultPreview),
 		"result_truncated":  t.ResultTruncated,

@@ -58,7 +58,7 @@ func TestTrackingDegradedAfter(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("ClaimDue = %v, %v", claimed, err)
 	}
-	if ok, err := s.ReleaseClaim(ctx, "task-1", "owner", claimed[0].LeaseToken, now.Add(time.Second), "boom", now); err != nil || !ok {
+	if ok, err := s.ReleaseClaim(ctx, taskstore.Lease{ID: "task-1", Owner: "owner", Token: claimed[0].LeaseToken}, now.Add(time.Second), "boom", now); err != nil || !ok {
 		t.Fatalf("ReleaseClaim = %v, %v", ok, err)
 	}
 	got, err := s.Get(ctx, "task-1", "u")

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/antler-mcp/antler/internal/task"
 )
 
 // Notification statuses of a task's event outbox. A task starts at none; recording
@@ -121,22 +123,24 @@ func (s *Store) ClaimNotifications(ctx context.Context, now time.Time, owner str
 	return claimed, nil
 }
 
-// NotifyLease identifies one notification claim: the task, the lease owner
-// and token from ClaimNotifications, and the dispatch version claimed. Every
-// write below is fenced by all four and by the lease being unexpired at the
-// write's time, so a late writer never overwrites a newer claim.
+// NotifyLease identifies one notification claim: the task's notification
+// lease (owner and token from ClaimNotifications) and the dispatch version
+// claimed. Every write below is fenced by all four and by the lease being
+// unexpired at the write's time, so a late writer never overwrites a newer
+// claim.
 type NotifyLease struct {
-	ID, Owner, Token string
-	Version          int
+	Lease
+	Version int
 }
 
-// LeaseOf returns the notification lease of a claimed task.
-func LeaseOf(t Task) NotifyLease {
-	return NotifyLease{ID: t.ID, Owner: t.NotificationLeaseOwner, Token: t.NotificationLeaseToken, Version: t.DispatchVersion}
+// NotifyLease returns the notification lease of a task claimed by
+// ClaimNotifications.
+func (t Task) NotifyLease() NotifyLease {
+	return NotifyLease{Lease: Lease{ID: t.ID, Owner: t.NotificationLeaseOwner, Token: t.NotificationLeaseToken}, Version: t.DispatchVersion}
 }
 
 func (l NotifyLease) args(now time.Time) []any {
-	return []any{l.ID, l.Owner, l.Token, ms(now), l.Version}
+	return l.Lease.args(ms(now), l.Version)
 }
 
 // MarkDispatched records that the claimed version is being sent, keeping the
@@ -204,13 +208,13 @@ func (s *Store) DeadLetter(ctx context.Context, l NotifyLease, errText string, c
 		append(l.args(now), boolInt(countFailure), text(errText))...)
 }
 
-// ThreadEvents returns, oldest first, up to limit of the user's tasks in
-// the thread whose current event was recorded after the position (at, id):
+// ThreadEvents returns, oldest first, up to limit of the tasks in scope
+// whose current event was recorded after the position (at, id):
 // later than at, or at at with an id greater than id (use "" to include
 // all of at). Paging with the last row's position reads every row exactly
 // once, however many share a millisecond.
-func (s *Store) ThreadEvents(ctx context.Context, threadID, userID string, at time.Time, id string, limit int) ([]Task, error) {
-	return s.events(ctx, "thread events", "thread_id = $5 AND ", userID, at, id, limit, threadID)
+func (s *Store) ThreadEvents(ctx context.Context, sc task.Scope, at time.Time, id string, limit int) ([]Task, error) {
+	return s.events(ctx, "thread events", "thread_id = $5 AND ", sc.User, at, id, limit, sc.Thread)
 }
 
 // UserEvents is ThreadEvents over every thread of the user: what an MCP

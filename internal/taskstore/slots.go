@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/antler-mcp/antler/internal/task"
 )
 
 // ActiveTaskLimitError refuses a submit of a user who already has Limit
@@ -35,7 +37,7 @@ func (s *Store) ReserveTaskSlot(ctx context.Context, id, userID string, limit in
 		return fmt.Errorf("taskstore: reserve task slot: ttl must be at least 1ms, got %v", ttl)
 	}
 	if err := checkNewTask(NewTask{ID: id, UserID: userID, ThreadID: "-", ServerName: "-", DriverName: "-",
-		RemoteTaskID: "-", TaskName: "-", Snapshot: Snapshot{Status: "completed"}}); err != nil {
+		RemoteTaskID: "-", TaskName: "-", Snapshot: Snapshot{Status: task.StatusCompleted}}); err != nil {
 		return err
 	}
 	tx, err := s.write.BeginTx(ctx, nil)
@@ -53,7 +55,7 @@ func (s *Store) ReserveTaskSlot(ctx context.Context, id, userID string, limit in
 	// Postgres's READ COMMITTED.
 	res, err := tx.ExecContext(ctx, `INSERT INTO mcp_task_reservations (id, user_id, expires_at)
  SELECT CAST($1 AS VARCHAR(64)), CAST($2 AS VARCHAR(64)), CAST($3 AS BIGINT)
- WHERE (SELECT COUNT(*) FROM mcp_tasks WHERE user_id = $2 AND status IN `+pollableSQL+`)
+ WHERE (SELECT COUNT(*) FROM mcp_tasks WHERE user_id = $2 AND status IN `+pollableSQL()+`)
  + (SELECT COUNT(*) FROM mcp_task_reservations WHERE user_id = $2) < $4`, id, userID, ms(now.Add(ttl)), limit)
 	if err != nil {
 		return fmt.Errorf("taskstore: reserve task slot: %w", err)
@@ -88,14 +90,14 @@ func (s *Store) consumeSlot(ctx context.Context, tx *sql.Tx, nt NewTask, now tim
 	if err != nil {
 		return err
 	}
-	if n, err := res.RowsAffected(); err != nil || n > 0 || nt.ActiveLimit < 1 || !pollable(nt.Status) {
+	if n, err := res.RowsAffected(); err != nil || n > 0 || nt.ActiveLimit < 1 || !nt.Status.IsPollable() {
 		return err
 	}
 	if err := s.d.lockUser(ctx, tx, nt.UserID); err != nil {
 		return err
 	}
 	var active int
-	if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM mcp_tasks WHERE user_id = $1 AND status IN `+pollableSQL+`)
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM mcp_tasks WHERE user_id = $1 AND status IN `+pollableSQL()+`)
  + (SELECT COUNT(*) FROM mcp_task_reservations WHERE user_id = $1 AND expires_at >= $2)`, nt.UserID, ms(now)).Scan(&active); err != nil {
 		return err
 	}

@@ -11,9 +11,9 @@
 //
 // Times are stored as unix milliseconds and returned as UTC time.Time values,
 // the zero time standing for SQL NULL; empty strings and nil JSON likewise
-// stand for NULL. Status values are the plain strings of the task model:
-// submitted, working and input_required are pollable; completed, failed and
-// cancelled are terminal.
+// stand for NULL. Status values are the task model's task.Status, stored as
+// their spellings; the store's status sets are task.PollableStatuses and
+// task.TerminalStatuses.
 package taskstore
 
 import (
@@ -29,6 +29,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"golang.org/x/text/cases"
+
+	"github.com/antler-mcp/antler/internal/task"
 )
 
 //go:embed migrations/*.sql
@@ -67,7 +69,7 @@ func (e *DuplicateError) Unwrap() error { return e.Err }
 // Snapshot is the remote task state the service writes, already normalised
 // and bounded by the task model.
 type Snapshot struct {
-	Status          string
+	Status          task.Status
 	Result          json.RawMessage
 	ResultPreview   string
 	ResultTruncated bool
@@ -194,7 +196,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	s := &Store{
 		d:                     d,
 		claimQ:                d.claimDueSQL(),
-		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere+" AND "+d.notAmongUsers("$5"), "next_cancel_at"),
+		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere()+" AND "+d.notAmongUsers("$5"), "next_cancel_at"),
 		notifyQ:               d.claimSQL(claimNotifySet(d), claimNotifyWhere, "COALESCE(next_notification_at, 0)"),
 		trackingDegradedAfter: DefaultTrackingDegradedAfter,
 	}

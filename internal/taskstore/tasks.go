@@ -12,20 +12,49 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/antler-mcp/antler/internal/task"
 )
 
-// Status sets as SQL lists. They must match pollable and terminal below.
-const (
-	pollableSQL = "('submitted', 'working', 'input_required')"
-	terminalSQL = "('completed', 'failed', 'cancelled')"
-)
+// pollableSQL and terminalSQL are the task model's status sets as SQL
+// lists, for "status IN (...)".
+func pollableSQL() string { return statusList(task.PollableStatuses()) }
+func terminalSQL() string { return statusList(task.TerminalStatuses()) }
 
-func pollable(status string) bool {
-	return status == "submitted" || status == "working" || status == "input_required"
+// statusList spells statuses as an SQL list: "('a', 'b')".
+func statusList(statuses []task.Status) string {
+	quoted := make([]string, len(statuses))
+	for i, st := range statuses {
+		quoted[i] = statusSQL(st)
+	}
+	return "(" + strings.Join(quoted, ", ") + ")"
 }
 
-func terminal(status string) bool {
-	return status == "completed" || status == "failed" || status == "cancelled"
+// statusSQL is a status as an SQL literal (no status spelling has a quote).
+func statusSQL(st task.Status) string { return "'" + string(st) + "'" }
+
+// Lease identifies one claim of a task: the task's id and the lease owner
+// and token the claim wrote. Every write under a claim is fenced by all
+// three, so a late writer never overwrites a newer claim's state.
+type Lease struct {
+	ID, Owner, Token string
+}
+
+// Lease returns the poll or cancel lease of a task claimed by ClaimDue or
+// ClaimCancelRequests.
+func (t Task) Lease() Lease {
+	return Lease{ID: t.ID, Owner: t.LeaseOwner, Token: t.LeaseToken}
+}
+
+// Scope returns the user and thread the task belongs to.
+func (t Task) Scope() task.Scope {
+	return task.Scope{User: t.UserID, Thread: t.ThreadID}
+}
+
+// args are the lease as the $1 id, $2 owner, $3 token of a fenced statement,
+// followed by more.
+func (l Lease) args(more ...any) []any {
+	return append([]any{l.ID, l.Owner, l.Token}, more...)
 }
 
 // taskColumns is the column list every SELECT and RETURNING reads, in the
@@ -42,13 +71,19 @@ const taskColumns = `id, user_id, thread_id, run_id, tool_call_id, server_name, 
  completed_at, created_at, updated_at, event_recorded_at,
  answer_status, answer_id, answer, answer_recorded_at, answer_error, trace_parent`
 
-// Claim statements: $1 owner, $2 lease expiry, $3 now, $4 limit.
-const (
-	claimableDueWhere = "status IN " + pollableSQL + " AND cancel_requested_at IS NULL AND next_poll_at <= $3"
-	claimDueWhere     = claimableDueWhere + " AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
-	claimCancelWhere  = "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL +
+// Claim conditions: $1 owner, $2 lease expiry, $3 now, $4 limit.
+func claimableDueWhere() string {
+	return "status IN " + pollableSQL() + " AND cancel_requested_at IS NULL AND next_poll_at <= $3"
+}
+
+func claimDueWhere() string {
+	return claimableDueWhere() + " AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
+}
+
+func claimCancelWhere() string {
+	return "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL() +
 		" AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
-)
+}
 
 func claimDueSet(d dialect) string {
 	return "lease_owner = $1, lease_expires_at = $2, lease_token = " + d.tokenSQL() +
@@ -80,7 +115,7 @@ func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, er
 		driverData = []byte("{}")
 	}
 	next, completed := nt.NextPollAt, time.Time{}
-	if terminal(nt.Status) {
+	if nt.Status.IsTerminal() {
 		next, completed = time.Time{}, now
 	}
 	args := append([]any{nt.ID, nt.UserID, nt.ThreadID}, snapshotArgs(nt.Snapshot)...)
@@ -142,11 +177,11 @@ func checkNewTask(nt NewTask) error {
 
 // checkSchedule refuses an unknown status and a pollable one without a next
 // poll time, which no claim would ever pick up again.
-func checkSchedule(status string, nextPollAt time.Time) error {
+func checkSchedule(status task.Status, nextPollAt time.Time) error {
 	switch {
-	case terminal(status):
+	case status.IsTerminal():
 		return nil
-	case !pollable(status):
+	case !status.IsPollable():
 		return fmt.Errorf("taskstore: unknown task status %q", status)
 	case nextPollAt.IsZero():
 		return fmt.Errorf("taskstore: a %s task needs a next poll time", status)
@@ -170,16 +205,16 @@ func (s *Store) Get(ctx context.Context, id, userID string) (Task, error) {
 
 // ListByThread returns up to limit of the user's tasks in the thread, newest
 // first (created_at, then id, descending); activeOnly keeps pollable ones.
-func (s *Store) ListByThread(ctx context.Context, threadID, userID string, limit int, activeOnly bool) ([]Task, error) {
+func (s *Store) ListByThread(ctx context.Context, sc task.Scope, limit int, activeOnly bool) ([]Task, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("taskstore: list limit must be positive, got %d", limit)
 	}
 	q := "SELECT " + taskColumns + " FROM mcp_tasks WHERE thread_id = $1 AND user_id = $2"
 	if activeOnly {
-		q += " AND status IN " + pollableSQL
+		q += " AND status IN " + pollableSQL()
 	}
 	q += " ORDER BY created_at DESC, id DESC LIMIT $3"
-	rows, err := s.read.QueryContext(ctx, q, threadID, userID, limit)
+	rows, err := s.read.QueryContext(ctx, q, sc.Thread, sc.User, limit)
 	if err != nil {
 		return nil, fmt.Errorf("taskstore: list tasks: %w", err)
 	}
@@ -284,29 +319,29 @@ func checkClaim(owner string, lease time.Duration, limit int) error {
 }
 
 // ApplySnapshot writes a poll result and releases the lease, but only while
-// owner still holds the lease with token, unexpired at polledAt (the time the
+// the lease's owner still holds it with its token, unexpired at polledAt (the time the
 // remote call completed), on a task that is neither terminal nor asked to
 // cancel, and has no answer pending (its claim delivers the answer instead).
 // It reports false when fenced: the result is stale and was discarded. A
 // terminal snapshot sets completed_at and clears next_poll_at. An applied
 // snapshot records the task's notification event if it changed
 // (recordEvent), at polledAt.
-func (s *Store) ApplySnapshot(ctx context.Context, id, owner, token string, snap Snapshot, nextPollAt, polledAt time.Time) (bool, error) {
-	return s.ApplyPoll(ctx, id, owner, token, snap, nil, nextPollAt, polledAt)
+func (s *Store) ApplySnapshot(ctx context.Context, l Lease, snap Snapshot, nextPollAt, polledAt time.Time) (bool, error) {
+	return s.ApplyPoll(ctx, l, snap, nil, nextPollAt, polledAt)
 }
 
 // ReleaseClaim gives back a poll lease after a failed poll: it schedules the
 // next poll, records errText and counts a consecutive error; reaching the
 // store's TrackingDegradedAfter records a tracking_degraded event (recordEvent)
-// at at. It reports false when owner no longer holds the lease with token.
-func (s *Store) ReleaseClaim(ctx context.Context, id, owner, token string, nextPollAt time.Time, errText string, at time.Time) (bool, error) {
+// at at. It reports false when the lease is no longer held.
+func (s *Store) ReleaseClaim(ctx context.Context, l Lease, nextPollAt time.Time, errText string, at time.Time) (bool, error) {
 	if nextPollAt.IsZero() {
-		return false, fmt.Errorf("taskstore: release claim on %s: next poll time is required", id)
+		return false, fmt.Errorf("taskstore: release claim on %s: next poll time is required", l.ID)
 	}
-	return s.fencedWrite(ctx, "release claim on "+id, at, `UPDATE mcp_tasks SET next_poll_at = $4, last_poll_error = $5,
+	return s.fencedWrite(ctx, "release claim on "+l.ID, at, `UPDATE mcp_tasks SET next_poll_at = $4, last_poll_error = $5,
  consecutive_poll_error_count = consecutive_poll_error_count + 1, updated_at = $6, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
-		id, owner, token, ms(nextPollAt), text(errText), ms(at))
+		l.args(ms(nextPollAt), text(errText), ms(at))...)
 }
 
 // usersJSON is the JSON array of users a claim leaves out ("[]" for none).
@@ -321,31 +356,31 @@ func usersJSON(users []string) string {
 // ReturnClaim gives back a poll lease (cancel false) or a cancel lease
 // (cancel true) that was claimed but never used: the lease is cleared and the
 // attempt the claim counted is uncounted, so the task is due again as it was.
-// It reports false when owner no longer holds the lease with token.
-func (s *Store) ReturnClaim(ctx context.Context, id, owner, token string, cancel bool) (bool, error) {
+// It reports false when the lease is no longer held.
+func (s *Store) ReturnClaim(ctx context.Context, l Lease, cancel bool) (bool, error) {
 	counter := "poll_attempt_count"
 	if cancel {
 		counter = "cancel_attempt_count"
 	}
-	return s.update(ctx, "return claim on "+id, "UPDATE mcp_tasks SET "+counter+" = "+counter+" - 1, "+clearLease+
-		" WHERE id = $1 AND lease_owner = $2 AND lease_token = $3", id, owner, token)
+	return s.update(ctx, "return claim on "+l.ID, "UPDATE mcp_tasks SET "+counter+" = "+counter+" - 1, "+clearLease+
+		" WHERE id = $1 AND lease_owner = $2 AND lease_token = $3", l.args()...)
 }
 
-// RequestCancel records the user's cancellation of a task in the thread and
+// RequestCancel records the user's cancellation of a task in scope and
 // returns the task, or ErrNotFound. The first request on a non-terminal task
 // sets cancel_requested_at and next_cancel_at and clears the poll lease, so an
 // in-flight poll can no longer write; a repeated request (or one on a
 // terminal task) changes nothing, preserving an active cancel lease.
-func (s *Store) RequestCancel(ctx context.Context, id, userID, threadID string, at time.Time) (Task, error) {
+func (s *Store) RequestCancel(ctx context.Context, id string, sc task.Scope, at time.Time) (Task, error) {
 	row := s.write.QueryRowContext(ctx, `UPDATE mcp_tasks SET cancel_requested_at = $4,
  next_cancel_at = COALESCE(next_cancel_at, $4), updated_at = $4, `+clearLease+`
  WHERE id = $1 AND user_id = $2 AND thread_id = $3
- AND cancel_requested_at IS NULL AND status NOT IN `+terminalSQL+`
- RETURNING `+taskColumns, id, userID, threadID, ms(at))
+ AND cancel_requested_at IS NULL AND status NOT IN `+terminalSQL()+`
+ RETURNING `+taskColumns, id, sc.User, sc.Thread, ms(at))
 	t, err := scanTask(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		row = s.write.QueryRowContext(ctx, "SELECT "+taskColumns+
-			" FROM mcp_tasks WHERE id = $1 AND user_id = $2 AND thread_id = $3", id, userID, threadID)
+			" FROM mcp_tasks WHERE id = $1 AND user_id = $2 AND thread_id = $3", id, sc.User, sc.Thread)
 		t, err = scanTask(row)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Task{}, ErrNotFound
@@ -359,35 +394,33 @@ func (s *Store) RequestCancel(ctx context.Context, id, userID, threadID string, 
 
 // ApplyCancelSnapshot writes the remote answer to a cancellation (which must
 // be terminal, else ErrNotTerminal) and ends all scheduling, but only while
-// owner holds the cancel lease with token, unexpired at completedAt, on a
+// the cancel lease is held, unexpired at completedAt, on a
 // task not yet terminal. It reports false when fenced; otherwise it records
 // the task's notification event (recordEvent) at completedAt.
-func (s *Store) ApplyCancelSnapshot(ctx context.Context, id, owner, token string, snap Snapshot, completedAt time.Time) (bool, error) {
-	if !terminal(snap.Status) {
-		return false, fmt.Errorf("taskstore: apply cancel snapshot to %s (status %q): %w", id, snap.Status, ErrNotTerminal)
+func (s *Store) ApplyCancelSnapshot(ctx context.Context, l Lease, snap Snapshot, completedAt time.Time) (bool, error) {
+	if !snap.Status.IsTerminal() {
+		return false, fmt.Errorf("taskstore: apply cancel snapshot to %s (status %q): %w", l.ID, snap.Status, ErrNotTerminal)
 	}
-	args := append([]any{id, owner, token}, snapshotArgs(snap)...)
-	args = append(args, ms(completedAt))
-	return s.fencedWrite(ctx, "apply cancel snapshot to "+id, completedAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
+	args := append(l.args(snapshotArgs(snap)...), ms(completedAt))
+	return s.fencedWrite(ctx, "apply cancel snapshot to "+l.ID, completedAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
  next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
- answer = NULL, answer_status = CASE WHEN answer_status = 'pending' THEN 'abandoned' ELSE answer_status END,
+ answer = NULL, answer_status = CASE WHEN answer_status = '`+AnswerPending+`' THEN '`+AnswerAbandoned+`' ELSE answer_status END,
  completed_at = $11, updated_at = $11, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $11
- AND status NOT IN `+terminalSQL, args...)
+ AND status NOT IN `+terminalSQL(), args...)
 }
 
 // ReleaseCancelClaim gives back a cancel lease: it schedules the next attempt
 // and records errText; an empty errText (a routine release) keeps the previous
-// last_cancel_error. It reports false when owner no longer holds the lease
-// with token.
-func (s *Store) ReleaseCancelClaim(ctx context.Context, id, owner, token string, nextCancelAt time.Time, errText string, at time.Time) (bool, error) {
+// last_cancel_error. It reports false when the lease is no longer held.
+func (s *Store) ReleaseCancelClaim(ctx context.Context, l Lease, nextCancelAt time.Time, errText string, at time.Time) (bool, error) {
 	if nextCancelAt.IsZero() {
-		return false, fmt.Errorf("taskstore: release cancel claim on %s: next cancel time is required", id)
+		return false, fmt.Errorf("taskstore: release cancel claim on %s: next cancel time is required", l.ID)
 	}
-	return s.update(ctx, "release cancel claim on "+id, `UPDATE mcp_tasks SET next_cancel_at = $4,
+	return s.update(ctx, "release cancel claim on "+l.ID, `UPDATE mcp_tasks SET next_cancel_at = $4,
  last_cancel_error = COALESCE($5, last_cancel_error), updated_at = $6, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3`,
-		id, owner, token, ms(nextCancelAt), text(errText), ms(at))
+		l.args(ms(nextCancelAt), text(errText), ms(at))...)
 }
 
 // fencedWrite runs a fenced single-row UPDATE and records the task's event
@@ -416,7 +449,7 @@ func (s *Store) update(ctx context.Context, what, query string, args ...any) (bo
 
 // snapshotArgs are the values of snapshotSet's $4…$10.
 func snapshotArgs(s Snapshot) []any {
-	return []any{s.Status, jsonText(s.Result), text(s.ResultPreview), s.ResultTruncated,
+	return []any{string(s.Status), jsonText(s.Result), text(s.ResultPreview), s.ResultTruncated,
 		jsonText(s.ResultArtifact), text(s.Error), jsonText(s.InputRequired)}
 }
 

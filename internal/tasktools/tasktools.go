@@ -117,9 +117,9 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.R
 		return ErrorResult(SubmitFailure(err)), nil
 	}
 	out := map[string]any{
-		"task_id": row.ID, "task_name": row.TaskName, "status": row.Status, "message": "Task is running in the background.",
+		"task_id": row.ID, "task_name": row.TaskName, "status": string(row.Status), "message": "Task is running in the background.",
 	}
-	if row.Status == string(task.StatusCompleted) && row.Result != nil {
+	if row.Status == task.StatusCompleted && row.Result != nil {
 		// A server of the 2026-07-28 tasks extension answered the call
 		// without a task: the result is here at once.
 		out["message"], out["result"] = "Task completed at once.", row.Result
@@ -165,7 +165,7 @@ func (t *Tools) CallHostTool(ctx context.Context, name string, call dispatch.Req
 			limit = 20
 		}
 		limit = min(limit, 50)
-		rows, err := t.svc.List(ctx, thread, user, limit, false)
+		rows, err := t.svc.List(ctx, task.Scope{User: user, Thread: thread}, limit, false)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,7 @@ func (t *Tools) CallHostTool(ctx context.Context, name string, call dispatch.Req
 		}
 		return StructuredResult(map[string]any{"tasks": items, "count": len(items)}), nil
 	}
-	row, err := t.svc.CancelMatching(ctx, thread, user, args.Task)
+	row, err := t.svc.CancelMatching(ctx, task.Scope{User: user, Thread: thread}, args.Task)
 	var amb *taskservice.AmbiguousError
 	switch {
 	case errors.Is(err, taskservice.ErrNoMatch), errors.Is(err, taskservice.ErrGone), errors.As(err, &amb):

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -39,7 +40,7 @@ func newFairRig(t *testing.T, opts toolcache.Options) *fairRig {
 	opts.ConfigPath, opts.DataDir = r.path, r.data
 	opts.Lookup = func(string) (string, bool) { return "", false }
 	opts.Pinned = func(server, user, thread string) bool {
-		active, err := store.HasActive(context.Background(), server, user, thread)
+		active, err := store.HasActive(context.Background(), server, task.Scope{User: user, Thread: thread})
 		return active || err != nil
 	}
 	r.cache = toolcache.New(opts)

@@ -349,7 +349,7 @@ func activeTaskIn(store *atomic.Pointer[taskstore.Store]) func(server, user, thr
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		active, err := s.HasActive(ctx, server, user, thread)
+		active, err := s.HasActive(ctx, server, task.Scope{User: user, Thread: thread})
 		return active || err != nil
 	}
 }

@@ -55,7 +55,7 @@ func TestAnswerTheServerNoLongerWaitsForIsAbandoned(t *testing.T) {
 	id := submit(t, first.svc, researchTool(t, first.cache), `{"topic": "python", "ambiguous": true}`)
 	var data map[string]string
 	row := waitRow(t, first.store, id, "held its question", func(r taskstore.Task) bool {
-		return r.Status == string(task.StatusInputRequired) && json.Unmarshal(r.DriverData, &data) == nil && data[spectasks.HeldRequestKey] != ""
+		return r.Status == task.StatusInputRequired && json.Unmarshal(r.DriverData, &data) == nil && data[spectasks.HeldRequestKey] != ""
 	})
 	if !first.svc.CanAnswer(row) || !strings.Contains(string(row.InputRequired), "requestedSchema") {
 		t.Fatalf("question %s, can answer %v", row.InputRequired, first.svc.CanAnswer(row))
@@ -75,7 +75,7 @@ func TestAnswerTheServerNoLongerWaitsForIsAbandoned(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("out-of-band response: %s", resp.Status)
 	}
-	if _, err := first.store.RecordAnswer(context.Background(), id, "alice", "t1", "mcp-answer-abandoned-test",
+	if _, err := first.store.RecordAnswer(context.Background(), id, task.Scope{User: "alice", Thread: "t1"}, "mcp-answer-abandoned-test",
 		json.RawMessage(`{"action": "accept", "content": {"interpretation": "snake"}}`), time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -98,8 +98,8 @@ func waitStatus(t *testing.T, store *taskstore.Store, id string, want task.Statu
 		if err != nil {
 			t.Fatal(err)
 		}
-		if task.Status(row.Status).IsTerminal() || row.Status == string(want) {
-			if row.Status != string(want) {
+		if row.Status.IsTerminal() || row.Status == want {
+			if row.Status != want {
 				t.Fatalf("task ended %s (error %q, last poll error %q), want %s", row.Status, row.Error, row.LastPollError, want)
 			}
 			return row
@@ -162,11 +162,11 @@ func TestResearchCancels(t *testing.T) {
 			tool := researchTool(t, rt.Cache)
 			rt.Service.Start()
 			id := submit(t, rt.Service, tool, `{"topic": "cancellation"}`)
-			row, err := rt.Service.Cancel(context.Background(), id, "alice", "t1")
+			row, err := rt.Service.Cancel(context.Background(), id, task.Scope{User: "alice", Thread: "t1"})
 			if err != nil {
 				t.Fatalf("cancel: %v", err)
 			}
-			if row.Status != string(task.StatusCancelled) {
+			if row.Status != task.StatusCancelled {
 				row = waitStatus(t, rt.Store, id, task.StatusCancelled) // a cancel the service retries
 			}
 			if row.Result != nil {

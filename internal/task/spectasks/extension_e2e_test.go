@@ -133,7 +133,7 @@ func TestInlineAnswerCompletesAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.Status != string(task.StatusCompleted) || row.RemoteTaskID != spectasks.InlinePrefix+id || !strings.Contains(resultText(t, row), "# Report: quick") {
+	if row.Status != task.StatusCompleted || row.RemoteTaskID != spectasks.InlinePrefix+id || !strings.Contains(resultText(t, row), "# Report: quick") {
 		t.Errorf("task %s, remote id %q, result %s; want completed at once with the report", row.Status, row.RemoteTaskID, row.Result)
 	}
 	res, err := tasktools.New(rt.Service, nil).Submit(context.Background(), tool, dispatch.Request{
@@ -219,11 +219,11 @@ func TestJobCancels(t *testing.T) {
 				tool := jobsTool(t, rt.Cache)
 				rt.Service.Start()
 				id := submit(t, rt.Service, tool, tt.args)
-				row, err := rt.Service.Cancel(context.Background(), id, "alice", "t1")
+				row, err := rt.Service.Cancel(context.Background(), id, task.Scope{User: "alice", Thread: "t1"})
 				if err != nil {
 					t.Fatalf("cancel: %v", err)
 				}
-				if row.Status != string(tt.want) {
+				if row.Status != tt.want {
 					row = waitStatus(t, rt.Store, id, tt.want)
 				}
 				if st := jobStats(t, rt.Cache); st["cancels"] < 1 {
@@ -308,7 +308,7 @@ func TestAnswerThroughTheService(t *testing.T) {
 			if !rt.Service.CanAnswer(row) {
 				t.Fatal("the service says a 2026-07-28 task cannot take answers")
 			}
-			if _, err := rt.Service.Answer(context.Background(), id, "alice", "t1", task.Answer{Action: "accept", Content: json.RawMessage(`{"format":"pdf"}`)}); err != nil {
+			if _, err := rt.Service.Answer(context.Background(), id, task.Scope{User: "alice", Thread: "t1"}, task.Answer{Action: "accept", Content: json.RawMessage(`{"format":"pdf"}`)}); err != nil {
 				t.Fatal(err)
 			}
 			row = waitStatus(t, rt.Store, id, task.StatusCompleted)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -12,14 +13,14 @@ import (
 // thread pins a session; a cancellation that has not ended still does.
 func testHasActive(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
-	if ok, err := s.HasActive(ctx, "reports", user, thread); err != nil || ok {
+	if ok, err := s.HasActive(ctx, "reports", task.Scope{User: user, Thread: thread}); err != nil || ok {
 		t.Fatalf("empty store: %v, %v; want false", ok, err)
 	}
 	create(t, s, newTask("running"), at(0))
 	create(t, s, newTask("done", func(nt *taskstore.NewTask) { nt.ThreadID, nt.Snapshot = "thread-done", status("completed") }), at(0))
 	create(t, s, newTask("asking", func(nt *taskstore.NewTask) { nt.ThreadID, nt.Snapshot = "thread-asking", status("input_required") }), at(0))
 	create(t, s, newTask("cancelling", func(nt *taskstore.NewTask) { nt.ThreadID = "thread-cancelling" }), at(0))
-	if _, err := s.RequestCancel(ctx, "cancelling", user, "thread-cancelling", at(time.Second)); err != nil {
+	if _, err := s.RequestCancel(ctx, "cancelling", task.Scope{User: user, Thread: "thread-cancelling"}, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -36,7 +37,7 @@ func testHasActive(t *testing.T, s *taskstore.Store) {
 		{"a cancellation in progress", "reports", user, "thread-cancelling", true},
 	}
 	for _, tt := range tests {
-		if ok, err := s.HasActive(ctx, tt.server, tt.user, tt.thread); err != nil || ok != tt.want {
+		if ok, err := s.HasActive(ctx, tt.server, task.Scope{User: tt.user, Thread: tt.thread}); err != nil || ok != tt.want {
 			t.Errorf("%s: HasActive = %v, %v; want %v", tt.name, ok, err, tt.want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -25,7 +26,7 @@ const answerJSON = `{"action":"accept","content":{"audience":"board"}}`
 
 func recordAnswer(t *testing.T, s *taskstore.Store, id, answerID string, now time.Time) taskstore.Task {
 	t.Helper()
-	task, err := s.RecordAnswer(context.Background(), id, user, thread, answerID, json.RawMessage(answerJSON), now)
+	task, err := s.RecordAnswer(context.Background(), id, task.Scope{User: user, Thread: thread}, answerID, json.RawMessage(answerJSON), now)
 	if err != nil {
 		t.Fatalf("RecordAnswer(%s): %v", id, err)
 	}
@@ -48,24 +49,24 @@ func testRecordAnswer(t *testing.T, s *taskstore.Store) {
 	if apply(t, s, "ask", "owner-a", inFlight.LeaseToken, status("input_required"), at(time.Hour), at(3*time.Second)) {
 		t.Error("a poll in flight when the answer was recorded overwrote it")
 	}
-	if _, err := s.RecordAnswer(ctx, "ask", user, thread, "answer-2", json.RawMessage(answerJSON), at(3*time.Second)); !errors.Is(err, taskstore.ErrAnswerPending) {
+	if _, err := s.RecordAnswer(ctx, "ask", task.Scope{User: user, Thread: thread}, "answer-2", json.RawMessage(answerJSON), at(3*time.Second)); !errors.Is(err, taskstore.ErrAnswerPending) {
 		t.Errorf("second answer while one is pending: %v, want ErrAnswerPending", err)
 	}
-	if _, err := s.RecordAnswer(ctx, "ask", "user-2", thread, "answer-3", json.RawMessage(answerJSON), at(3*time.Second)); !errors.Is(err, taskstore.ErrNotFound) {
+	if _, err := s.RecordAnswer(ctx, "ask", task.Scope{User: "user-2", Thread: thread}, "answer-3", json.RawMessage(answerJSON), at(3*time.Second)); !errors.Is(err, taskstore.ErrNotFound) {
 		t.Errorf("another user's answer: %v, want ErrNotFound", err)
 	}
-	if _, err := s.RecordAnswer(ctx, "ask", user, "thread-2", "answer-3", json.RawMessage(answerJSON), at(3*time.Second)); !errors.Is(err, taskstore.ErrNotFound) {
+	if _, err := s.RecordAnswer(ctx, "ask", task.Scope{User: user, Thread: "thread-2"}, "answer-3", json.RawMessage(answerJSON), at(3*time.Second)); !errors.Is(err, taskstore.ErrNotFound) {
 		t.Errorf("an answer in another thread: %v, want ErrNotFound", err)
 	}
 
 	create(t, s, newTask("busy"), at(0))
 	var nir *taskstore.NotInputRequiredError
-	if _, err := s.RecordAnswer(ctx, "busy", user, thread, "answer-4", json.RawMessage(answerJSON), at(time.Second)); !errors.As(err, &nir) || nir.Status != "submitted" {
+	if _, err := s.RecordAnswer(ctx, "busy", task.Scope{User: user, Thread: thread}, "answer-4", json.RawMessage(answerJSON), at(time.Second)); !errors.As(err, &nir) || nir.Status != "submitted" {
 		t.Errorf("answer to a submitted task: %v, want a NotInputRequiredError", err)
 	}
 	asking(t, s, "cancelled")
 	requestCancel(t, s, "cancelled", at(time.Second))
-	if _, err := s.RecordAnswer(ctx, "cancelled", user, thread, "answer-5", json.RawMessage(answerJSON), at(2*time.Second)); !errors.As(err, &nir) || !nir.CancelRequested {
+	if _, err := s.RecordAnswer(ctx, "cancelled", task.Scope{User: user, Thread: thread}, "answer-5", json.RawMessage(answerJSON), at(2*time.Second)); !errors.As(err, &nir) || !nir.CancelRequested {
 		t.Errorf("answer to a task being cancelled: %v, want a NotInputRequiredError", err)
 	}
 }
@@ -82,7 +83,7 @@ func testAnswerDelivery(t *testing.T, s *taskstore.Store) {
 	if c.AnswerStatus != taskstore.AnswerPending || string(c.Answer) != answerJSON {
 		t.Fatalf("claimed row lacks its pending answer: %+v", c)
 	}
-	if ok, err := s.ReleaseAnswerClaim(ctx, "ask", "owner-a", c.LeaseToken, "answer-1", at(time.Minute), "upstream unavailable", at(2*time.Second)); err != nil || !ok {
+	if ok, err := s.ReleaseAnswerClaim(ctx, taskstore.Lease{ID: "ask", Owner: "owner-a", Token: c.LeaseToken}, "answer-1", at(time.Minute), "upstream unavailable", at(2*time.Second)); err != nil || !ok {
 		t.Fatalf("ReleaseAnswerClaim = %v, %v", ok, err)
 	}
 	if got := get(t, s, "ask"); got.AnswerStatus != taskstore.AnswerPending || got.AnswerError != "upstream unavailable" ||
@@ -94,10 +95,10 @@ func testAnswerDelivery(t *testing.T, s *taskstore.Store) {
 		t.Error("a poll write settled a pending answer")
 	}
 	done := taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"for the board"`)}
-	if ok, err := s.ApplyAnswer(ctx, "ask", "owner-b", c.LeaseToken, "answer-0", done, nil, time.Time{}, at(time.Minute+time.Second)); err != nil || ok {
+	if ok, err := s.ApplyAnswer(ctx, taskstore.Lease{ID: "ask", Owner: "owner-b", Token: c.LeaseToken}, "answer-0", done, nil, time.Time{}, at(time.Minute+time.Second)); err != nil || ok {
 		t.Errorf("ApplyAnswer with another answer id = %v, %v; want fenced", ok, err)
 	}
-	if ok, err := s.ApplyAnswer(ctx, "ask", "owner-b", c.LeaseToken, "answer-1", done, json.RawMessage(`{"k":"v"}`), time.Time{}, at(time.Minute+time.Second)); err != nil || !ok {
+	if ok, err := s.ApplyAnswer(ctx, taskstore.Lease{ID: "ask", Owner: "owner-b", Token: c.LeaseToken}, "answer-1", done, json.RawMessage(`{"k":"v"}`), time.Time{}, at(time.Minute+time.Second)); err != nil || !ok {
 		t.Fatalf("ApplyAnswer = %v, %v", ok, err)
 	}
 	got := get(t, s, "ask")
@@ -115,7 +116,7 @@ func testAnswerRefused(t *testing.T, s *taskstore.Store) {
 	before := asking(t, s, "ask")
 	recordAnswer(t, s, "ask", "answer-1", at(time.Second))
 	c := claimOne(t, s, at(time.Second), "owner-a", "ask")
-	if ok, err := s.RefuseAnswer(ctx, "ask", "owner-a", c.LeaseToken, "answer-1", "the answer was refused", at(time.Minute), at(2*time.Second)); err != nil || !ok {
+	if ok, err := s.RefuseAnswer(ctx, taskstore.Lease{ID: "ask", Owner: "owner-a", Token: c.LeaseToken}, "answer-1", "the answer was refused", at(time.Minute), at(2*time.Second)); err != nil || !ok {
 		t.Fatalf("RefuseAnswer = %v, %v", ok, err)
 	}
 	got := get(t, s, "ask")
@@ -137,14 +138,14 @@ func testCancelAbandonsAnswer(t *testing.T, s *taskstore.Store) {
 	recordAnswer(t, s, "ask", "answer-1", at(time.Second))
 	c := claimOne(t, s, at(time.Second), "owner-a", "ask")
 	requestCancel(t, s, "ask", at(2*time.Second))
-	if ok, err := s.ApplyAnswer(ctx, "ask", "owner-a", c.LeaseToken, "answer-1", status("working"), nil, at(time.Hour), at(3*time.Second)); err != nil || ok {
+	if ok, err := s.ApplyAnswer(ctx, taskstore.Lease{ID: "ask", Owner: "owner-a", Token: c.LeaseToken}, "answer-1", status("working"), nil, at(time.Hour), at(3*time.Second)); err != nil || ok {
 		t.Errorf("ApplyAnswer after a cancel request = %v, %v; want fenced", ok, err)
 	}
 	cc := claimCancel(t, s, at(3*time.Second), "owner-a")
 	if len(cc) != 1 {
 		t.Fatalf("cancel claims: %v", ids(cc))
 	}
-	if ok, err := s.ApplyCancelSnapshot(ctx, "ask", "owner-a", cc[0].LeaseToken, status("cancelled"), at(4*time.Second)); err != nil || !ok {
+	if ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "ask", Owner: "owner-a", Token: cc[0].LeaseToken}, status("cancelled"), at(4*time.Second)); err != nil || !ok {
 		t.Fatalf("ApplyCancelSnapshot = %v, %v", ok, err)
 	}
 	if got := get(t, s, "ask"); got.AnswerStatus != taskstore.AnswerAbandoned || got.Answer != nil {
@@ -158,14 +159,14 @@ func testApplyPollDriverData(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
 	create(t, s, newTask("t", func(nt *taskstore.NewTask) { nt.DriverData = json.RawMessage(`{"tool":"x"}`) }), at(0))
 	c := claimOne(t, s, at(0), "owner-a", "t")
-	if ok, err := s.ApplyPoll(ctx, "t", "owner-a", c.LeaseToken, status("working"), json.RawMessage(`{"tool":"x","request":"7"}`), at(time.Minute), at(time.Second)); err != nil || !ok {
+	if ok, err := s.ApplyPoll(ctx, taskstore.Lease{ID: "t", Owner: "owner-a", Token: c.LeaseToken}, status("working"), json.RawMessage(`{"tool":"x","request":"7"}`), at(time.Minute), at(time.Second)); err != nil || !ok {
 		t.Fatalf("ApplyPoll = %v, %v", ok, err)
 	}
 	if got := get(t, s, "t"); string(got.DriverData) != `{"tool":"x","request":"7"}` {
 		t.Errorf("driver data after a poll that replaced it: %s", got.DriverData)
 	}
 	c = claimOne(t, s, at(time.Minute), "owner-a", "t")
-	if ok, err := s.ApplyPoll(ctx, "t", "owner-a", c.LeaseToken, status("working"), nil, at(2*time.Minute), at(time.Minute+time.Second)); err != nil || !ok {
+	if ok, err := s.ApplyPoll(ctx, taskstore.Lease{ID: "t", Owner: "owner-a", Token: c.LeaseToken}, status("working"), nil, at(2*time.Minute), at(time.Minute+time.Second)); err != nil || !ok {
 		t.Fatalf("ApplyPoll = %v, %v", ok, err)
 	}
 	if got := get(t, s, "t"); string(got.DriverData) != `{"tool":"x","request":"7"}` {

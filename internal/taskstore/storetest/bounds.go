@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -267,7 +268,7 @@ func testClaimExcept(t *testing.T, s *taskstore.Store) {
 		t.Fatalf("claimed %v leaving out user-1 and user-3, want [b1]", ids)
 	}
 	for i, want := range []bool{true, false} {
-		if ok, err := s.ReturnClaim(ctx, "b1", "owner", got[0].LeaseToken, false); err != nil || ok != want {
+		if ok, err := s.ReturnClaim(ctx, taskstore.Lease{ID: "b1", Owner: "owner", Token: got[0].LeaseToken}, false); err != nil || ok != want {
 			t.Fatalf("return %d: %v, %v; want the first to return and the second to be fenced", i+1, ok, err)
 		}
 	}
@@ -279,17 +280,17 @@ func testClaimExcept(t *testing.T, s *taskstore.Store) {
 		t.Fatalf("claimed %v leaving out no one, want every task", ids)
 	}
 
-	if _, err := s.RequestCancel(ctx, "b1", "user-2", thread, at(time.Second)); err != nil {
+	if _, err := s.RequestCancel(ctx, "b1", task.Scope{User: "user-2", Thread: thread}, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RequestCancel(ctx, "a1", user, thread, at(time.Second)); err != nil {
+	if _, err := s.RequestCancel(ctx, "a1", task.Scope{User: user, Thread: thread}, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	cancels, err := s.ClaimCancelRequestsExcept(ctx, at(time.Second), "owner", lease, 10, []string{"user-2"})
 	if ids := ids(cancels, err); !slices.Equal(ids, []string{"a1"}) {
 		t.Fatalf("cancels claimed %v leaving out user-2, want [a1]", ids)
 	}
-	if ok, err := s.ReturnClaim(ctx, "a1", "owner", cancels[0].LeaseToken, true); !ok || err != nil {
+	if ok, err := s.ReturnClaim(ctx, taskstore.Lease{ID: "a1", Owner: "owner", Token: cancels[0].LeaseToken}, true); !ok || err != nil {
 		t.Fatalf("return of the cancel claim: %v, %v", ok, err)
 	}
 	if back, err := s.Get(ctx, "a1", user); err != nil || back.LeaseToken != "" || back.CancelAttemptCount != 0 {

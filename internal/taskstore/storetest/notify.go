@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -85,14 +86,14 @@ func testNotifyClaimRebuilds(t *testing.T, s *taskstore.Store) {
 	if c2.NotificationLeaseToken == c.NotificationLeaseToken || c2.DispatchVersion != 1 {
 		t.Errorf("re-claim: token reused or version changed: %+v", c2)
 	}
-	ok, err := s.MarkDispatched(context.Background(), taskstore.LeaseOf(c), at(lease+2*time.Second))
+	ok, err := s.MarkDispatched(context.Background(), c.NotifyLease(), at(lease+2*time.Second))
 	check(t, "MarkDispatched with the old lease", ok, err, false)
 }
 
 func testNotifyDelivered(t *testing.T, s *taskstore.Store) {
 	completedTask(t, s, "done")
 	c := claimNotifyOne(t, s, at(0), "owner-a", "done")
-	l := taskstore.LeaseOf(c)
+	l := c.NotifyLease()
 	ok, err := s.FinishDelivered(context.Background(), l, at(time.Second))
 	check(t, "FinishDelivered before MarkDispatched", ok, err, false)
 	ok, err = s.MarkDispatched(context.Background(), l, at(time.Second))
@@ -117,7 +118,7 @@ func testNotifyNewerEventDuringDelivery(t *testing.T, s *taskstore.Store) {
 	create(t, s, newTask("task-1"), at(0))
 	pollTo(t, s, "task-1", at(0), taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{"q":"which?"}`)}, at(time.Minute))
 	c := claimNotifyOne(t, s, at(time.Minute-time.Second), "owner-a", "task-1")
-	l := taskstore.LeaseOf(c)
+	l := c.NotifyLease()
 	ok, err := s.MarkDispatched(context.Background(), l, at(time.Minute-time.Second))
 	check(t, "MarkDispatched", ok, err, true)
 	pollTo(t, s, "task-1", at(time.Minute), taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`1`)}, time.Time{})
@@ -147,7 +148,7 @@ func testNotifyRetries(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
 	completedTask(t, s, "done")
 	c := claimNotifyOne(t, s, at(0), "owner-a", "done")
-	l := taskstore.LeaseOf(c)
+	l := c.NotifyLease()
 	ok, err := s.MarkDispatched(ctx, l, at(0))
 	check(t, "MarkDispatched", ok, err, true)
 	ok, err = s.FinishFailed(ctx, l, "webhook answered 500", true, at(5*time.Second), at(time.Second))
@@ -166,7 +167,7 @@ func testNotifyRetries(t *testing.T, s *taskstore.Store) {
 	if c.NotificationStatus != taskstore.NotifyRetry || c.DispatchAttempt != 1 || c.NotificationAttemptCount != 1 {
 		t.Fatalf("retry claim: %+v", c)
 	}
-	l = taskstore.LeaseOf(c)
+	l = c.NotifyLease()
 	// A release (busy receiver) counts nothing and keeps the attempt.
 	ok, err = s.ReleaseNotification(ctx, l, "", false, at(10*time.Second), at(6*time.Second))
 	check(t, "ReleaseNotification", ok, err, true)
@@ -179,7 +180,7 @@ func testNotifyRetries(t *testing.T, s *taskstore.Store) {
 	if c.DispatchAttempt != 1 || c.NotificationAttemptCount != 1 || c.DispatchEvent == nil {
 		t.Fatalf("claim after release: %+v", c)
 	}
-	l = taskstore.LeaseOf(c)
+	l = c.NotifyLease()
 	ok, err = s.ReleaseNotification(ctx, l, "connection refused", true, at(20*time.Second), at(11*time.Second))
 	check(t, "ReleaseNotification counting", ok, err, true)
 	if got = get(t, s, "done"); got.NotificationAttemptCount != 2 || got.DispatchAttempt != 1 || got.NotificationError != "connection refused" {
@@ -187,7 +188,7 @@ func testNotifyRetries(t *testing.T, s *taskstore.Store) {
 	}
 	// A send without an answer: counted, same snapshot, same attempt.
 	c = claimNotifyOne(t, s, at(20*time.Second), "owner-a", "done")
-	l = taskstore.LeaseOf(c)
+	l = c.NotifyLease()
 	ok, err = s.MarkDispatched(ctx, l, at(20*time.Second))
 	check(t, "MarkDispatched", ok, err, true)
 	ok, err = s.FinishFailed(ctx, l, "timed out", false, at(30*time.Second), at(21*time.Second))
@@ -200,7 +201,7 @@ func testNotifyRetries(t *testing.T, s *taskstore.Store) {
 	// A sender that dies after MarkDispatched: the next claim resends the
 	// same snapshot and attempt.
 	c = claimNotifyOne(t, s, at(30*time.Second), "owner-a", "done")
-	ok, err = s.MarkDispatched(ctx, taskstore.LeaseOf(c), at(30*time.Second))
+	ok, err = s.MarkDispatched(ctx, c.NotifyLease(), at(30*time.Second))
 	check(t, "MarkDispatched", ok, err, true)
 	c2 := claimNotifyOne(t, s, at(30*time.Second+lease+time.Second), "owner-b", "done")
 	if c2.NotificationStatus != taskstore.NotifyDispatched || c2.DispatchAttempt != 1 || string(c2.DispatchEvent) != string(c.DispatchEvent) {
@@ -212,7 +213,7 @@ func testNotifyDeadLetter(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
 	completedTask(t, s, "done")
 	c := claimNotifyOne(t, s, at(0), "owner-a", "done")
-	ok, err := s.DeadLetter(ctx, taskstore.LeaseOf(c), "webhook answered 404", true, at(time.Second))
+	ok, err := s.DeadLetter(ctx, c.NotifyLease(), "webhook answered 404", true, at(time.Second))
 	check(t, "DeadLetter", ok, err, true)
 	got := get(t, s, "done")
 	if got.NotificationStatus != taskstore.NotifyDeadLetter || got.NotificationAttemptCount != 1 ||
@@ -228,7 +229,7 @@ func testNotifyDeadLetter(t *testing.T, s *taskstore.Store) {
 	pollTo(t, s, "task-2", at(0), taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{}`)}, at(time.Minute))
 	c = claimNotifyOne(t, s, at(time.Minute-time.Second), "owner-a", "task-2")
 	pollTo(t, s, "task-2", at(time.Minute), status("failed"), time.Time{})
-	ok, err = s.DeadLetter(ctx, taskstore.LeaseOf(c), "gone", true, at(time.Minute+time.Second))
+	ok, err = s.DeadLetter(ctx, c.NotifyLease(), "gone", true, at(time.Minute+time.Second))
 	check(t, "DeadLetter with a newer event", ok, err, true)
 	got = wantEvent(t, s, "task-2", 2, taskstore.NotifyPending, at(time.Minute+time.Second))
 	if got.NotificationAttemptCount != 0 {
@@ -241,15 +242,15 @@ func testNotifyFencing(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
 	completedTask(t, s, "done")
 	c := claimNotifyOne(t, s, at(0), "owner-a", "done")
-	good := taskstore.LeaseOf(c)
+	good := c.NotifyLease()
 	bad := []struct {
 		name string
 		l    taskstore.NotifyLease
 		now  time.Time
 	}{
-		{"other owner", taskstore.NotifyLease{ID: good.ID, Owner: "owner-b", Token: good.Token, Version: good.Version}, at(time.Second)},
-		{"other token", taskstore.NotifyLease{ID: good.ID, Owner: good.Owner, Token: other(good.Token), Version: good.Version}, at(time.Second)},
-		{"other version", taskstore.NotifyLease{ID: good.ID, Owner: good.Owner, Token: good.Token, Version: 2}, at(time.Second)},
+		{"other owner", taskstore.NotifyLease{Lease: taskstore.Lease{ID: good.ID, Owner: "owner-b", Token: good.Token}, Version: good.Version}, at(time.Second)},
+		{"other token", taskstore.NotifyLease{Lease: taskstore.Lease{ID: good.ID, Owner: good.Owner, Token: other(good.Token)}, Version: good.Version}, at(time.Second)},
+		{"other version", taskstore.NotifyLease{Lease: taskstore.Lease{ID: good.ID, Owner: good.Owner, Token: good.Token}, Version: 2}, at(time.Second)},
 		{"expired lease", good, at(lease + time.Millisecond)},
 	}
 	for _, b := range bad {
@@ -278,17 +279,17 @@ func testThreadEvents(t *testing.T, s *taskstore.Store) {
 	create(t, s, newTask("other-thread", func(nt *taskstore.NewTask) {
 		nt.ThreadID, nt.Snapshot = "thread-2", status("completed")
 	}), at(2*time.Second))
-	evs, err := s.ThreadEvents(ctx, thread, user, at(0), "", 10)
+	evs, err := s.ThreadEvents(ctx, task.Scope{User: user, Thread: thread}, at(0), "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := ids(evs); !reflect.DeepEqual(got, []string{"b", "a"}) {
 		t.Errorf("ThreadEvents = %v, want [b a]", got)
 	}
-	if evs, _ = s.ThreadEvents(ctx, thread, user, at(1500*time.Millisecond), "", 10); !reflect.DeepEqual(ids(evs), []string{"a"}) {
+	if evs, _ = s.ThreadEvents(ctx, task.Scope{User: user, Thread: thread}, at(1500*time.Millisecond), "", 10); !reflect.DeepEqual(ids(evs), []string{"a"}) {
 		t.Errorf("ThreadEvents since 1.5s = %v, want [a]", ids(evs))
 	}
-	if evs, _ = s.ThreadEvents(ctx, thread, "user-2", at(0), "", 10); len(evs) != 0 {
+	if evs, _ = s.ThreadEvents(ctx, task.Scope{User: "user-2", Thread: thread}, at(0), "", 10); len(evs) != 0 {
 		t.Errorf("another user's events: %v", ids(evs))
 	}
 	// Paging by position reads rows sharing a millisecond exactly once.
@@ -298,7 +299,7 @@ func testThreadEvents(t *testing.T, s *taskstore.Store) {
 	var paged []string
 	pos, id := at(time.Minute), ""
 	for {
-		page, err := s.ThreadEvents(ctx, thread, user, pos, id, 2)
+		page, err := s.ThreadEvents(ctx, task.Scope{User: user, Thread: thread}, pos, id, 2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -22,7 +23,7 @@ func testStats(t *testing.T, s *taskstore.Store) {
 	now := at(time.Minute)
 	for range s.TrackingDegradedAfter() {
 		row := claimOne(t, s, now, "owner", "a")
-		if _, err := s.ReleaseClaim(ctx, "a", "owner", row.LeaseToken, now, "upstream down", now); err != nil {
+		if _, err := s.ReleaseClaim(ctx, taskstore.Lease{ID: "a", Owner: "owner", Token: row.LeaseToken}, now, "upstream down", now); err != nil {
 			t.Fatal(err)
 		}
 		now = now.Add(time.Hour)
@@ -36,7 +37,7 @@ func testStats(t *testing.T, s *taskstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := taskstore.Stats{ByStatus: map[string]int{"submitted": 1, "working": 2, "completed": 1, "input_required": 1}, Degraded: 1, AnswersPending: 1}
+	want := taskstore.Stats{ByStatus: map[task.Status]int{"submitted": 1, "working": 2, "completed": 1, "input_required": 1}, Degraded: 1, AnswersPending: 1}
 	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("Stats = %+v, want %+v", st, want)
 	}

@@ -22,6 +22,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
+	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskstore"
 )
 
@@ -161,7 +162,7 @@ func claimCancel(t *testing.T, s *taskstore.Store, now time.Time, owner string) 
 
 func apply(t *testing.T, s *taskstore.Store, id, owner, token string, snap taskstore.Snapshot, next, polled time.Time) bool {
 	t.Helper()
-	ok, err := s.ApplySnapshot(context.Background(), id, owner, token, snap, next, polled)
+	ok, err := s.ApplySnapshot(context.Background(), taskstore.Lease{ID: id, Owner: owner, Token: token}, snap, next, polled)
 	if err != nil {
 		t.Fatalf("ApplySnapshot(%s): %v", id, err)
 	}
@@ -170,7 +171,7 @@ func apply(t *testing.T, s *taskstore.Store, id, owner, token string, snap tasks
 
 func release(t *testing.T, s *taskstore.Store, id, owner, token string, next time.Time, errText string, now time.Time) bool {
 	t.Helper()
-	ok, err := s.ReleaseClaim(context.Background(), id, owner, token, next, errText, now)
+	ok, err := s.ReleaseClaim(context.Background(), taskstore.Lease{ID: id, Owner: owner, Token: token}, next, errText, now)
 	if err != nil {
 		t.Fatalf("ReleaseClaim(%s): %v", id, err)
 	}
@@ -179,7 +180,7 @@ func release(t *testing.T, s *taskstore.Store, id, owner, token string, next tim
 
 func requestCancel(t *testing.T, s *taskstore.Store, id string, now time.Time) taskstore.Task {
 	t.Helper()
-	task, err := s.RequestCancel(context.Background(), id, user, thread, now)
+	task, err := s.RequestCancel(context.Background(), id, task.Scope{User: user, Thread: thread}, now)
 	if err != nil {
 		t.Fatalf("RequestCancel(%s): %v", id, err)
 	}
@@ -187,7 +188,7 @@ func requestCancel(t *testing.T, s *taskstore.Store, id string, now time.Time) t
 }
 
 // status is a snapshot carrying only a status.
-func status(s string) taskstore.Snapshot { return taskstore.Snapshot{Status: s} }
+func status(s task.Status) taskstore.Snapshot { return taskstore.Snapshot{Status: s} }
 
 func ids(tasks []taskstore.Task) []string {
 	out := []string{}
@@ -342,7 +343,7 @@ func testListByThread(t *testing.T, s *taskstore.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tasks, err := s.ListByThread(ctx, thread, tt.user, tt.limit, tt.activeOnly)
+			tasks, err := s.ListByThread(ctx, task.Scope{User: tt.user, Thread: thread}, tt.limit, tt.activeOnly)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -351,7 +352,7 @@ func testListByThread(t *testing.T, s *taskstore.Store) {
 			}
 		})
 	}
-	if _, err := s.ListByThread(ctx, thread, user, 0, false); err == nil {
+	if _, err := s.ListByThread(ctx, task.Scope{User: user, Thread: thread}, 0, false); err == nil {
 		t.Error("ListByThread with limit 0: want an error")
 	}
 }
@@ -510,7 +511,7 @@ func testApplySnapshotSchedules(t *testing.T, s *taskstore.Store) {
 
 	// input_required stays scheduled, for the slower poll the service chose.
 	asking := taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{"question":"Which?"}`)}
-	if _, err := s.ApplySnapshot(context.Background(), "asking", "owner-a", tokens["asking"], asking, time.Time{}, at(time.Second)); err == nil {
+	if _, err := s.ApplySnapshot(context.Background(), taskstore.Lease{ID: "asking", Owner: "owner-a", Token: tokens["asking"]}, asking, time.Time{}, at(time.Second)); err == nil {
 		t.Error("ApplySnapshot of a pollable status without a next poll time: want an error")
 	}
 	if !apply(t, s, "asking", "owner-a", tokens["asking"], asking, at(time.Minute), at(time.Second)) {
@@ -558,7 +559,7 @@ func testReleaseClaimCountsErrors(t *testing.T, s *taskstore.Store) {
 	}
 
 	claimed := claimOne(t, s, now, "owner-a", "task-1")
-	if _, err := s.ReleaseClaim(ctx, "task-1", "owner-a", claimed.LeaseToken, time.Time{}, "boom", now); err == nil {
+	if _, err := s.ReleaseClaim(ctx, taskstore.Lease{ID: "task-1", Owner: "owner-a", Token: claimed.LeaseToken}, time.Time{}, "boom", now); err == nil {
 		t.Error("ReleaseClaim without a next poll time: want an error")
 	}
 	if !apply(t, s, "task-1", "owner-a", claimed.LeaseToken, status("working"), now.Add(time.Minute), now) {
@@ -606,11 +607,11 @@ func testCancelFencesInFlightPoll(t *testing.T, s *taskstore.Store) {
 		t.Errorf("a second canceller claimed the live cancel lease: %v", ids(got))
 	}
 
-	_, err := s.ApplyCancelSnapshot(ctx, "task-1", "canceller", cancel.LeaseToken, status("working"), at(6*time.Second))
+	_, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: cancel.LeaseToken}, status("working"), at(6*time.Second))
 	if !errors.Is(err, taskstore.ErrNotTerminal) {
 		t.Errorf("ApplyCancelSnapshot(working): err = %v, want ErrNotTerminal", err)
 	}
-	ok, err := s.ApplyCancelSnapshot(ctx, "task-1", "canceller", cancel.LeaseToken,
+	ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: cancel.LeaseToken},
 		taskstore.Snapshot{Status: "cancelled", Error: "cancelled by user"}, at(6*time.Second))
 	if err != nil || !ok {
 		t.Fatalf("ApplyCancelSnapshot(cancelled) = %v, %v", ok, err)
@@ -646,7 +647,7 @@ func testRequestCancelScope(t *testing.T, s *taskstore.Store) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.RequestCancel(context.Background(), tt.id, tt.user, tt.thread, at(0))
+			_, err := s.RequestCancel(context.Background(), tt.id, task.Scope{User: tt.user, Thread: tt.thread}, at(0))
 			if !errors.Is(err, taskstore.ErrNotFound) {
 				t.Errorf("RequestCancel: err = %v, want ErrNotFound", err)
 			}
@@ -676,7 +677,7 @@ func testCancelRetry(t *testing.T, s *taskstore.Store) {
 
 	releaseCancel := func(owner, token string, next time.Time, errText string) bool {
 		t.Helper()
-		ok, err := s.ReleaseCancelClaim(ctx, "task-c", owner, token, next, errText, at(2*time.Second))
+		ok, err := s.ReleaseCancelClaim(ctx, taskstore.Lease{ID: "task-c", Owner: owner, Token: token}, next, errText, at(2*time.Second))
 		if err != nil {
 			t.Fatalf("ReleaseCancelClaim: %v", err)
 		}
@@ -702,7 +703,7 @@ func testCancelRetry(t *testing.T, s *taskstore.Store) {
 	if len(retry) != 1 || retry[0].CancelAttemptCount != 2 {
 		t.Fatalf("retry claim = %+v, want task-c with attempt 2", retry)
 	}
-	if _, err := s.ReleaseCancelClaim(ctx, "task-c", "canceller", retry[0].LeaseToken, time.Time{}, "", at(0)); err == nil {
+	if _, err := s.ReleaseCancelClaim(ctx, taskstore.Lease{ID: "task-c", Owner: "canceller", Token: retry[0].LeaseToken}, time.Time{}, "", at(0)); err == nil {
 		t.Error("ReleaseCancelClaim without a next time: want an error")
 	}
 	if !releaseCancel("canceller", retry[0].LeaseToken, at(20*time.Second), "") {
@@ -717,11 +718,11 @@ func testCancelRetry(t *testing.T, s *taskstore.Store) {
 		t.Fatalf("third cancel claim = %v, want task-c", ids(late))
 	}
 	expired := late[0].LeaseExpiresAt.Add(time.Millisecond)
-	ok, err := s.ApplyCancelSnapshot(ctx, "task-c", "canceller", late[0].LeaseToken, status("cancelled"), expired)
+	ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-c", Owner: "canceller", Token: late[0].LeaseToken}, status("cancelled"), expired)
 	if err != nil || ok {
 		t.Errorf("ApplyCancelSnapshot after the lease expired = %v, %v; want false", ok, err)
 	}
-	ok, err = s.ApplyCancelSnapshot(ctx, "task-c", "canceller-2", late[0].LeaseToken, status("cancelled"), at(21*time.Second))
+	ok, err = s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-c", Owner: "canceller-2", Token: late[0].LeaseToken}, status("cancelled"), at(21*time.Second))
 	if err != nil || ok {
 		t.Errorf("ApplyCancelSnapshot by another owner = %v, %v; want false", ok, err)
 	}
@@ -808,9 +809,9 @@ func testEventOnCreate(t *testing.T, s *taskstore.Store) {
 		done.DispatchEvent != nil || done.NotificationRunID != "" || done.NotificationAttemptCount != 0 {
 		t.Errorf("a new event left delivery state: %+v", done)
 	}
-	for _, st := range []string{"submitted", "working"} {
-		create(t, s, newTask(st, func(nt *taskstore.NewTask) { nt.Status = st }), at(0))
-		wantEvent(t, s, st, 0, "none", time.Time{})
+	for _, st := range []task.Status{"submitted", "working"} {
+		create(t, s, newTask(string(st), func(nt *taskstore.NewTask) { nt.Status = st }), at(0))
+		wantEvent(t, s, string(st), 0, "none", time.Time{})
 	}
 }
 
@@ -895,7 +896,7 @@ func testEventNotRecordedWhenFenced(t *testing.T, s *taskstore.Store) {
 
 	requestCancel(t, s, "task-1", at(time.Second))
 	cancel := claimCancel(t, s, at(time.Second), "canceller")[0]
-	if ok, err := s.ApplyCancelSnapshot(ctx, "task-1", "canceller", other(cancel.LeaseToken), status("cancelled"), at(2*time.Second)); err != nil || ok {
+	if ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: other(cancel.LeaseToken)}, status("cancelled"), at(2*time.Second)); err != nil || ok {
 		t.Fatalf("a fenced ApplyCancelSnapshot = %v, %v", ok, err)
 	}
 	unchanged(t, s, cancel)
