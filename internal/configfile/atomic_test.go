@@ -15,6 +15,7 @@ import (
 // TestWriteAtomic: content lands, an existing file keeps its mode, a new file
 // is 0o600 with its parent directories created, and no temp file remains.
 func TestWriteAtomic(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		existing *os.FileMode // nil: the file does not exist yet
@@ -54,6 +55,7 @@ func TestWriteAtomic(t *testing.T) {
 // dangling link creates its target. Relative links are read against the real
 // directory of the link, as the kernel does.
 func TestWriteAtomicSymlink(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// setup builds the layout under root and returns the configured path
@@ -144,6 +146,7 @@ func TestWriteAtomicSymlink(t *testing.T) {
 // through the fsOps seam): the old content and mode survive and no temp file
 // remains.
 func TestWriteAtomicFaults(t *testing.T) {
+	t.Parallel()
 	errInjected := errors.New("injected fault")
 	tests := []struct {
 		name   string
@@ -218,6 +221,7 @@ func TestWriteAtomicFaults(t *testing.T) {
 // root. The data is written in place (same inode), no temp file remains, and
 // DeerFlow's warning is logged once per target, later occurrences at debug.
 func TestBindMountFallback(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "extensions_config.json")
 	writeFile(t, path, `{"n": 0}`, 0o640)

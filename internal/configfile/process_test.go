@@ -161,6 +161,7 @@ func bigDoc(tag string) []byte {
 // files of killed writers may remain (logged); the next Update still works,
 // and once they are older than a minute an Update removes them.
 func TestKillDuringWrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "extensions_config.json")
 	a, b := bigDoc("A"), bigDoc("B")
@@ -237,6 +238,7 @@ func TestKillDuringWrites(t *testing.T) {
 // loop in this process, reading without any lock, always finds the file
 // present, valid JSON and never going backwards. No temp file remains.
 func TestTwoProcessesNoLostUpdate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "extensions_config.json")
 	writeFile(t, path, `{"n": 0}`, 0o600)
@@ -307,6 +309,7 @@ func TestTwoProcessesNoLostUpdate(t *testing.T) {
 // flock, Update and Read return the context's error once it is done, without
 // calling fn or writing; when the other process lets go, Update proceeds.
 func TestContextWhileOtherProcessHolds(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "extensions_config.json")
 	writeFile(t, path, `{"n": 0}`, 0o600)

@@ -17,6 +17,7 @@ import (
 // TestUpdate covers fn's three outcomes: an error writes nothing and comes
 // back as is, nil data writes nothing, data is written and after runs once.
 func TestUpdate(t *testing.T) {
+	t.Parallel()
 	errRejected := &rejectedError{field: "mcpServers.x"}
 	tests := []struct {
 		name        string
@@ -97,6 +98,7 @@ func (e *rejectedError) Error() string { return "invalid " + e.field }
 // TestUpdateCreatesFile: a missing config (and its directories) is created
 // with mode 0o600, and the sidecar lock file sits beside it.
 func TestUpdateCreatesFile(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "conf", "d")
 	path := filepath.Join(dir, "extensions_config.json")
 	f := New(path, nil)
@@ -125,6 +127,7 @@ func TestUpdateCreatesFile(t *testing.T) {
 
 // TestReadMissing: Read of a missing file is nil, false and no error.
 func TestReadMissing(t *testing.T) {
+	t.Parallel()
 	f := New(filepath.Join(t.TempDir(), "extensions_config.json"), nil)
 	data, exists, err := f.Read(context.Background())
 	if data != nil || exists || err != nil {
@@ -135,6 +138,7 @@ func TestReadMissing(t *testing.T) {
 // TestReadMaxSize: with WithMaxSize, a file above the size is refused with
 // ErrTooLarge and never returned; one at the size reads whole.
 func TestReadMaxSize(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "extensions_config.json")
 	f := New(path, nil).WithMaxSize(16)
 	for _, tc := range []struct {
@@ -159,6 +163,7 @@ func TestReadMaxSize(t *testing.T) {
 // are held while fn and after run, and released afterwards. For a symlinked
 // config the sidecar sits beside the link's target.
 func TestLocksHeldThroughCycle(t *testing.T) {
+	t.Parallel()
 	for _, linked := range []bool{false, true} {
 		t.Run(fmt.Sprintf("symlink=%v", linked), func(t *testing.T) {
 			root := t.TempDir()
@@ -202,6 +207,7 @@ func TestLocksHeldThroughCycle(t *testing.T) {
 // TestSamePathSharedInProcess: goroutines using two File values for one path
 // (and a third File reaching it through a symlink) lose no increment.
 func TestSamePathSharedInProcess(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	path := filepath.Join(root, "extensions_config.json")
 	writeFile(t, path, `{"n": 0}`, 0o600)
@@ -234,6 +240,7 @@ func TestSamePathSharedInProcess(t *testing.T) {
 // TestContextWhileHeldInProcess: while one goroutine holds the locks, Update
 // and Read with a done context return its error and write nothing.
 func TestContextWhileHeldInProcess(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "extensions_config.json")
 	writeFile(t, path, `{"n": 0}`, 0o600)
 	holder := New(path, nil)
@@ -297,6 +304,7 @@ func TestContextWhileHeldInProcess(t *testing.T) {
 // minute beside the target before writing, and leaves fresh ones (a writer
 // that does not take the lock may still own them) and other files' temps.
 func TestStaleTempsRemoved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "extensions_config.json")
 	writeFile(t, path, `{"n": 0}`, 0o600)
@@ -360,6 +368,7 @@ func counter(t *testing.T, data []byte) int {
 // mounted ConfigMap) reads without a lock file, and reading a missing file
 // creates no folder.
 func TestReadCreatesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "extensions_config.json")
 	if err := os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o600); err != nil {

@@ -38,6 +38,7 @@ func illegalSecretsMsg(server, parts string) string {
 }
 
 func TestMessagesVerbatim(t *testing.T) {
+	t.Parallel()
 	// One literal copy of each message, so the helpers above cannot drift.
 	for _, tc := range []struct{ got, want string }{
 		{noCredentialMsg("bob", "api"), "No credential is configured for your account (user id 'bob') on MCP server 'api'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable)."},
@@ -54,6 +55,7 @@ func TestMessagesVerbatim(t *testing.T) {
 // TestLayerPrecedence: static < OAuth < user_auth < headers_from_context, all
 // writing Authorization; the static header is spelled "authorization".
 func TestLayerPrecedence(t *testing.T) {
+	t.Parallel()
 	ep := newTokenEndpoint(t, "oauth-token")
 	build := func(oauthOn bool) *config.Extensions {
 		return parse(t, map[string]any{"api": httpServer(map[string]any{
@@ -88,6 +90,7 @@ func TestLayerPrecedence(t *testing.T) {
 }
 
 func TestChainComposition(t *testing.T) {
+	t.Parallel()
 	ep := newTokenEndpoint(t, "oauth-token")
 	userAuth := map[string]any{"users": map[string]any{"alice": "Bearer a"}}
 	ctxHeaders := map[string]any{"headers": map[string]any{"X-Key": "k"}}
@@ -156,6 +159,7 @@ func TestChainComposition(t *testing.T) {
 // headers_from_context: they see the user's header and per-request values
 // override theirs.
 func TestCustomInterceptorPosition(t *testing.T) {
+	t.Parallel()
 	ep := newTokenEndpoint(t, "oauth-token")
 	ext := parse(t, map[string]any{"api": httpServer(map[string]any{
 		"oauth":                ep.oauthBlock(true),
@@ -181,6 +185,7 @@ func TestCustomInterceptorPosition(t *testing.T) {
 }
 
 func TestOAuthLayer(t *testing.T) {
+	t.Parallel()
 	t.Run("injects the token and keeps other headers", func(t *testing.T) {
 		ep := newTokenEndpoint(t, "oauth-token")
 		ext := parse(t, map[string]any{
@@ -229,6 +234,7 @@ func TestOAuthLayer(t *testing.T) {
 }
 
 func TestUserAuth(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{
 		"ALICE_TOKEN":   "Bearer from-env",
 		"NEWLINE_TOKEN": "Bearer " + canaryUserCred + "\n",
@@ -413,6 +419,7 @@ func TestUserAuth(t *testing.T) {
 }
 
 func TestContextHeaders(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		server  map[string]any // nil: an http server with static X-Trace
@@ -560,6 +567,7 @@ func TestContextHeaders(t *testing.T) {
 // The chain never changes the caller's maps: not the request's initial
 // headers, not the secrets, not the server's configured headers.
 func TestInputsAreNotMutated(t *testing.T) {
+	t.Parallel()
 	ep := newTokenEndpoint(t, "oauth-token")
 	ext := parse(t, map[string]any{"api": httpServer(map[string]any{
 		"headers":              map[string]any{"authorization": "Bearer static"},

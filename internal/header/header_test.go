@@ -8,6 +8,7 @@ import (
 )
 
 func TestIllegalValueReason(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		value, want string
 	}{
@@ -33,6 +34,7 @@ func TestIllegalValueReason(t *testing.T) {
 }
 
 func TestApplyLandsOnTheConnectionsSpelling(t *testing.T) {
+	t.Parallel()
 	base := map[string]string{"authorization": "static", "X-Other": "1"}
 	got := header.Apply(base, []header.Override{{"Authorization", "Bearer new"}}, header.Spellings([]string{"authorization"}))
 	if len(got) != 2 || got["authorization"] != "Bearer new" || got["X-Other"] != "1" {
@@ -44,6 +46,7 @@ func TestApplyLandsOnTheConnectionsSpelling(t *testing.T) {
 }
 
 func TestApplyRemovesEverySecondSpelling(t *testing.T) {
+	t.Parallel()
 	base := map[string]string{"X-Key": "a", "x-key": "b", "X-KEY": "c"}
 	got := header.Apply(base, []header.Override{{"x-Key", "d"}}, header.Spellings([]string{"X-KEY"}))
 	if len(got) != 1 || got["X-KEY"] != "d" {
@@ -52,6 +55,7 @@ func TestApplyRemovesEverySecondSpelling(t *testing.T) {
 }
 
 func TestApplyLaterOverrideWins(t *testing.T) {
+	t.Parallel()
 	got := header.Apply(nil, []header.Override{{"Authorization", "oauth"}, {"AUTHORIZATION", "user"}}, nil)
 	if len(got) != 1 || got["Authorization"] != "user" {
 		t.Errorf("got %v", got)
@@ -107,6 +111,7 @@ func FuzzApply(f *testing.F) {
 }
 
 func TestIllegalNameReason(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, want string
 	}{

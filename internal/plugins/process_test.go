@@ -1,8 +1,10 @@
 package plugins_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -76,35 +78,57 @@ func TestProcessPluginCrashFailsClosedAndRestarts(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	waitFor(t, "the killed plugin process to die", func() bool { return dead(pid) })
 	if _, err := call(); err == nil {
 		t.Fatal("a call to a killed plugin process succeeded")
 	}
 	if got := last(); got != "mcpInterceptors[0] interceptor process true" {
 		t.Errorf("observed %q after a call that failed", got)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "the plugin process to be restarted", func() bool {
 		resp, err := call()
-		if err == nil && len(resp.SetHeaders) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the plugin process was not restarted: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && len(resp.SetHeaders) == 1
+	})
 	if p.PID() == pid || p.PID() == 0 {
 		t.Errorf("restarted pid %d, was %d", p.PID(), pid)
 	}
 	restarted := p.PID()
 	p.Close()
-	deadline = time.Now().Add(5 * time.Second)
-	for syscall.Kill(restarted, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("plugin process %d outlived Close", restarted)
+	waitFor(t, fmt.Sprintf("plugin process %d to end on Close", restarted), func() bool { return syscall.Kill(restarted, 0) != nil })
+}
+
+// dead says whether process pid has ended: gone, or a zombie its parent
+// has not reaped yet.
+func dead(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses.
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	return len(bytes.TrimSpace(rest)) > 0 && bytes.TrimSpace(rest)[0] == 'Z'
+}
+
+// waitFor polls cond every few milliseconds until it holds, and fails the
+// test if it has not within a generous bound: a wait on what the test
+// needs to see, not on a guessed duration.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			if !cond() {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			return
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

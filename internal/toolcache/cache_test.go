@@ -88,6 +88,19 @@ func stdio(bin string, extra string, args ...string) string {
 	return fmt.Sprintf(`{"command": %q, "args": %s%s}`, bin, a, extra)
 }
 
+// wireLogEnv is the config fragment that has the demo server log its first
+// protocol lines to path, so a test can see when a request has arrived.
+func wireLogEnv(path string) string {
+	return fmt.Sprintf(`"env": {"ANTLER_DEMO_WIRELOG": %q}`, path)
+}
+
+// initializeArrived says whether the demo server behind the wire log at
+// path has read an initialize request: discovery is under way.
+func initializeArrived(path string) bool {
+	b, _ := os.ReadFile(path)
+	return strings.Contains(string(b), `"initialize"`)
+}
+
 func doc(servers ...string) string {
 	return `{"mcpServers": {` + strings.Join(servers, ",") + `}, "skills": {}}`
 }
@@ -293,7 +306,8 @@ func TestResetDuringDiscoveryNeverPublishesTheOldResult(t *testing.T) {
 	bin := testmcp.Build(t)
 	// The file never changes: only the generation number can tell the
 	// superseded discovery from the new one.
-	b := newBundle(t, doc(`"slow": `+stdio(bin, "", "-init-delay", "1500ms", "-tools", "$DEMO_TOOLS")))
+	wire := filepath.Join(t.TempDir(), "wire.log")
+	b := newBundle(t, doc(`"slow": `+stdio(bin, wireLogEnv(wire), "-init-delay", "1500ms", "-tools", "$DEMO_TOOLS")))
 	b.env.Store("DEMO_TOOLS", "old_tool")
 	type result struct {
 		s   *toolcache.Snapshot
@@ -304,7 +318,7 @@ func TestResetDuringDiscoveryNeverPublishesTheOldResult(t *testing.T) {
 		s, err := b.cache.Snapshot(context.Background())
 		done <- result{s, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // discovery of the slow server is under way
+	waitFor(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })
 	b.env.Store("DEMO_TOOLS", "new_tool")
 	b.cache.Reset()
 	r := <-done
@@ -324,13 +338,14 @@ func TestResetDuringDiscoveryNeverPublishesTheOldResult(t *testing.T) {
 
 func TestEditDuringDiscoveryIsNotPublishedUnderTheNewSignature(t *testing.T) {
 	bin := testmcp.Build(t)
-	b := newBundle(t, doc(`"slow": `+stdio(bin, "", "-init-delay", "1500ms", "-tools", "old_tool")))
+	wire := filepath.Join(t.TempDir(), "wire.log")
+	b := newBundle(t, doc(`"slow": `+stdio(bin, wireLogEnv(wire), "-init-delay", "1500ms", "-tools", "old_tool")))
 	done := make(chan *toolcache.Snapshot, 1)
 	go func() {
 		s, _ := b.cache.Snapshot(context.Background())
 		done <- s
 	}()
-	time.Sleep(300 * time.Millisecond)
+	waitFor(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })
 	b.write(doc(`"slow": ` + stdio(bin, "", "-tools", "new_tool")))
 	s := <-done
 	if s == nil {

@@ -93,14 +93,12 @@ func (r *fairRig) submitTask(s *toolcache.Snapshot, user, thread string, args ma
 // answers task_not_found.
 func (r *fairRig) awaitReport(s *toolcache.Snapshot, user, thread, id string) map[string]any {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p := r.must(s, "reports_get_report_status", user, thread, map[string]any{"task_id": id})
-		if p["status"] != "running" || time.Now().After(deadline) {
-			return p
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var p map[string]any
+	eventually(func() bool {
+		p = r.must(s, "reports_get_report_status", user, thread, map[string]any{"task_id": id})
+		return p["status"] != "running"
+	})
+	return p
 }
 
 // TestFloodingUserCannotEvictOtherUsersCallsOrTasks is the attack: one
@@ -136,13 +134,11 @@ func TestFloodingUserCannotEvictOtherUsersCallsOrTasks(t *testing.T) {
 				slowDone <- result{out, err}
 			}()
 			// The slow status call is in the server's handler: in flight.
-			for {
+			waitFor(t, "bob's slow status call to be in flight", func() bool {
 				st := r.must(s, "reports_report_stats", "bob", "call", map[string]any{})
-				if per, _ := st["per_task"].(map[string]any)[slow].(map[string]any); per["max_concurrent_status"] == 1.0 {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				per, _ := st["per_task"].(map[string]any)[slow].(map[string]any)
+				return per["max_concurrent_status"] == 1.0
+			})
 
 			// One thread after another: room comes from mallory's own idle sessions.
 			var first int
@@ -204,13 +200,7 @@ func TestIdleTimeoutKeepsTheSessionOfAnActiveTask(t *testing.T) {
 	s := r.snap()
 	task := r.submitTask(s, "bob", "t1", map[string]any{"topic": "q3", "delay_ms": 1000})
 	whoamiAs(t, s, "demo_whoami", "bob", "t1")
-	deadline := time.Now().Add(30 * time.Second)
-	for status(t, s, "demo").Sessions != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the idle session was never closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the idle session to be closed", func() bool { return status(t, s, "demo").Sessions == 0 })
 	if n := status(t, s, "reports").Sessions; n != 1 {
 		t.Fatalf("reports sessions %d after the idle timeout, want the task's one", n)
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/testmcp"
@@ -80,13 +79,7 @@ func TestChildThatExitsIsEvictedWithoutAFailedCall(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for status(t, s, "fs").Sessions != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the dead session was not evicted")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor(t, "the dead session to be evicted", func() bool { return status(t, s, "fs").Sessions == 0 })
 	if got := whoamiAs(t, s, "fs_whoami", "alice", "t1").PID; got == pid {
 		t.Error("the next call reused the dead process")
 	}
