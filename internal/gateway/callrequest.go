@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/antler-mcp/antler/internal/jsonscan"
-	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/workspace"
 )
 
 // CallRequest is the body of POST /api/mcp/tools/{name}/call.
@@ -114,7 +114,7 @@ func (req *CallRequest) set(k string, v json.RawMessage) error {
 			return err
 		}
 		if s != "" {
-			if err := settings.ValidateUserID(s); err != nil {
+			if err := workspace.CheckID(s); err != nil {
 				return badRequest("thread_id: %v", err)
 			}
 		}
@@ -125,7 +125,7 @@ func (req *CallRequest) set(k string, v json.RawMessage) error {
 			return err
 		}
 		if s != "" {
-			if err := settings.ValidateUserID(s); err != nil {
+			if err := workspace.CheckID(s); err != nil {
 				return badRequest("user_id: %v", err)
 			}
 		}

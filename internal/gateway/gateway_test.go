@@ -18,6 +18,7 @@ import (
 	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/workspace"
 )
 
 // api is a gateway over a config file, served on loopback.
@@ -296,7 +297,7 @@ func FuzzParseCallRequest(f *testing.F) {
 			t.Fatalf("accepted arguments %q that are not a JSON object", req.Arguments)
 		}
 		for _, id := range []string{req.ThreadID, req.UserID} {
-			if id != "" && settings.ValidateUserID(id) != nil {
+			if id != "" && workspace.CheckID(id) != nil {
 				t.Fatalf("accepted invalid id %q", id)
 			}
 		}

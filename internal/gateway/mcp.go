@@ -18,8 +18,8 @@ import (
 )
 
 // snapshot returns the current tools or answers 503 with a secret-free reason.
-func (s *Server) snapshot(c echo.Context) (*toolcache.Snapshot, error) {
-	snap, err := s.cache.Snapshot(c.Request().Context())
+func (s *Server) snapshot(c echo.Context) (*toolcache.ToolSet, error) {
+	snap, err := s.cache.ToolSet(c.Request().Context())
 	if err != nil {
 		s.log.Warn("MCP tools unavailable", "request_id", requestIDFrom(c), "error", err.Error())
 		return nil, apierror.New(http.StatusServiceUnavailable, "MCP tools are unavailable: %s", dispatch.Redact(err.Error()))
@@ -85,7 +85,7 @@ const SpanRESTCall = "antler.rest tools/call"
 
 // invokeREST makes a REST tool call through the shared call path and
 // answers it: the result, or a failure as the model-safe error result.
-func (s *Server) invokeREST(c echo.Context, snap *toolcache.Snapshot, name string, req CallRequest) error {
+func (s *Server) invokeREST(c echo.Context, snap *toolcache.ToolSet, name string, req CallRequest) error {
 	raw, err := snap.Invoke(c.Request().Context(), dispatch.Request{
 		Name:      name,
 		Arguments: req.Arguments,

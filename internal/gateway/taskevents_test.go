@@ -57,7 +57,7 @@ func (r *eventRig) finish(t *testing.T, id, user, thread string, at time.Time) {
 	_, err := r.store.Create(context.Background(), taskstore.NewTask{
 		ID: id, UserID: user, ThreadID: thread, ServerName: "reports", DriverName: "ordinary-tools",
 		RemoteTaskID: "remote-" + id, TaskName: "Report " + id,
-		Snapshot: taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"done"`)},
+		State: taskstore.State{Status: "completed", Result: json.RawMessage(`"done"`)},
 	}, at)
 	if err != nil {
 		t.Fatal(err)

@@ -9,11 +9,11 @@ import (
 
 	"github.com/antler-mcp/antler/internal/apierror"
 	"github.com/antler-mcp/antler/internal/dispatch"
-	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/workspace"
 )
 
 // Host tools agents get when the task runtime runs (DeerFlow's names).
@@ -51,7 +51,7 @@ func (s *Server) taskCall(c echo.Context, req CallRequest) dispatch.Request {
 // taskScope checks the thread id and the runtime for the task endpoints.
 func (s *Server) taskScope(c echo.Context) (user, thread string, err error) {
 	thread = c.Param("thread_id")
-	if verr := settings.ValidateUserID(thread); verr != nil {
+	if verr := workspace.CheckID(thread); verr != nil {
 		return "", "", apierror.New(http.StatusBadRequest, "thread_id: %v", verr)
 	}
 	if s.tasks == nil || !s.tasks.Running() {

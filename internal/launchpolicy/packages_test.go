@@ -348,7 +348,6 @@ func TestRunnerAttacksForReal(t *testing.T) {
 	type attack struct {
 		name    string
 		command string   // as the policy sees it
-		argv    []string // what actually runs; "C" is replaced by the canary
 		args    []string // the launch's args; "C" likewise
 		env     []string // NAME=value; "C" likewise
 		extra   []string // allowlist extension

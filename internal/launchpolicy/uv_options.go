@@ -1,8 +1,5 @@
 package launchpolicy
 
-// uvVersion is the uv that uvxValueArg describes.
-const uvVersion = "0.11.1"
-
 // uvxValueArg reports whether token is an option of `uvx` (uv tool run) that
 // takes a value: DeerFlow's _UVX_VALUE_ARGS, copied verbatim from
 // DeerFlow's reference (uv 0.11.1).

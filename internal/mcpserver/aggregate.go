@@ -152,7 +152,7 @@ type subKey struct {
 // server, whose session is the thread's, takes part. A client picks its
 // thread ids freely, so a key per thread would be a cache per guess.
 type listingKey struct {
-	snap         *toolcache.Snapshot
+	snap         *toolcache.ToolSet
 	user, thread string
 	kind         string
 }
@@ -464,12 +464,12 @@ func (s *Server) caller(ctx context.Context, meta *mcp.Meta) (dispatch.Request, 
 }
 
 // target is a non-tool request's caller and the snapshot it runs on.
-func (s *Server) target(ctx context.Context, meta *mcp.Meta) (dispatch.Request, *toolcache.Snapshot, error) {
+func (s *Server) target(ctx context.Context, meta *mcp.Meta) (dispatch.Request, *toolcache.ToolSet, error) {
 	call, err := s.caller(ctx, meta)
 	if err != nil {
 		return call, nil, err
 	}
-	snap, err := s.cache.Snapshot(ctx)
+	snap, err := s.cache.ToolSet(ctx)
 	if err != nil {
 		return call, nil, fmt.Errorf("MCP servers are unavailable: %s", dispatch.Redact(err.Error()))
 	}
@@ -585,7 +585,7 @@ func listBound(ctx context.Context, srv *config.Server) (context.Context, contex
 
 // list lists kind on every connected server for call, concurrently, and
 // remembers the routes.
-func (s *Server) list(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, kind listKind) *listing {
+func (s *Server) list(ctx context.Context, snap *toolcache.ToolSet, call dispatch.Request, kind listKind) *listing {
 	servers := snap.ConnectedServers()
 	raws := make([][]json.RawMessage, len(servers))
 	var wg sync.WaitGroup
@@ -610,7 +610,7 @@ func (s *Server) list(ctx context.Context, snap *toolcache.Snapshot, call dispat
 }
 
 // keyOf is whose listing of kind a call's is (see listingKey).
-func keyOf(snap *toolcache.Snapshot, call dispatch.Request, kind listKind) listingKey {
+func keyOf(snap *toolcache.ToolSet, call dispatch.Request, kind listKind) listingKey {
 	k := listingKey{snap: snap, user: call.UserID, kind: kind.method}
 	for _, srv := range snap.ConnectedServers() {
 		if srv.IsStdio() {
@@ -697,7 +697,7 @@ var (
 )
 
 // paged is the listing and offset a cursor names for the caller.
-func (s *Server) paged(snap *toolcache.Snapshot, call dispatch.Request, kind listKind, cursor string) (*listing, int, error) {
+func (s *Server) paged(snap *toolcache.ToolSet, call dispatch.Request, kind listKind, cursor string) (*listing, int, error) {
 	var st cursorState
 	b, err := base64.StdEncoding.DecodeString(cursor)
 	if err != nil || json.Unmarshal(b, &st) != nil || st.Listing == "" || st.Offset <= 0 {
@@ -774,7 +774,7 @@ func typed[T any](s *Server, items []json.RawMessage) []T {
 
 // routed is what a before hook hands the catch-all handler.
 type routed struct {
-	snap  *toolcache.Snapshot
+	snap  *toolcache.ToolSet
 	call  dispatch.Request
 	route route  // server "" (a read): ask each server that offers resources
 	asked string // the name or URI the client used
@@ -804,7 +804,7 @@ func routeOf(meta *mcp.Meta) (*routed, bool) {
 
 // recent is the caller's last listing of kind, or a fresh one when none is
 // remembered.
-func (s *Server) recent(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, kind listKind) *listing {
+func (s *Server) recent(ctx context.Context, snap *toolcache.ToolSet, call dispatch.Request, kind listKind) *listing {
 	if l := s.agg.recalled(keyOf(snap, call, kind)); l != nil {
 		return l
 	}
@@ -814,14 +814,14 @@ func (s *Server) recent(ctx context.Context, snap *toolcache.Snapshot, call disp
 // lookup finds key in the caller's last list of kind (listed when none is
 // remembered; a change upstream drops it): a name it lacks is not looked
 // for again upstream, so unknown names cost no list each.
-func (s *Server) lookup(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, kind listKind, key string) (*listing, route, bool) {
+func (s *Server) lookup(ctx context.Context, snap *toolcache.ToolSet, call dispatch.Request, kind listKind, key string) (*listing, route, bool) {
 	l := s.recent(ctx, snap, call, kind)
 	r, ok := l.routes[key]
 	return l, r, ok
 }
 
 // connected reports whether name is a connected server of snap.
-func connected(snap *toolcache.Snapshot, name string) bool {
+func connected(snap *toolcache.ToolSet, name string) bool {
 	for _, srv := range snap.ConnectedServers() {
 		if srv.Name == name {
 			return true
@@ -847,7 +847,7 @@ func scheme(uri string) string {
 // to that template's server (config order); one whose scheme only one
 // server lists to that server. Anything else has no route: "not found"
 // without asking any server.
-func (s *Server) resolveURI(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, uri string) route {
+func (s *Server) resolveURI(ctx context.Context, snap *toolcache.ToolSet, call dispatch.Request, uri string) route {
 	if rest, ok := strings.CutPrefix(uri, RewrittenScheme); ok {
 		if name, original, ok := strings.Cut(rest, "/"); ok && connected(snap, name) {
 			return route{server: name, name: original}
@@ -1102,7 +1102,7 @@ func (s *Server) broadcast(ctx context.Context, method string, params json.RawMe
 
 // send sends one forwarded request, bounded like a list, and logs a
 // failure.
-func (s *Server) send(ctx context.Context, snap *toolcache.Snapshot, call dispatch.Request, srv *config.Server, method string, params json.RawMessage, key, flag string) error {
+func (s *Server) send(ctx context.Context, snap *toolcache.ToolSet, call dispatch.Request, srv *config.Server, method string, params json.RawMessage, key, flag string) error {
 	sctx, cancel := listBound(ctx, srv)
 	defer cancel()
 	_, err := snap.Send(sctx, srv.Name, upstreamRequest(call, method, params), offered(key, flag, method, params))

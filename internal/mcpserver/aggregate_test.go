@@ -117,7 +117,7 @@ func (h *aggHost) client(version, user string) *client.Client {
 // sessions is the pooled stdio session count of "conf".
 func (h *aggHost) sessions() int {
 	h.t.Helper()
-	snap, err := h.cache.Snapshot(testCtx(h.t))
+	snap, err := h.cache.ToolSet(testCtx(h.t))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -269,8 +269,8 @@ func isNull(raw json.RawMessage) bool {
 
 // fastTool syncs the tool set, as mcp-go's BeforeCallTool hook does, and
 // returns its snapshot when name is one of its plain tools.
-func (s *Server) fastTool(ctx context.Context, name string) (*toolcache.Snapshot, bool) {
-	snap, plain := s.syncSnapshot(ctx)
+func (s *Server) fastTool(ctx context.Context, name string) (*toolcache.ToolSet, bool) {
+	snap, plain := s.syncToolSet(ctx)
 	return snap, snap != nil && plain[name]
 }
 
@@ -284,7 +284,7 @@ type fastAnswer struct {
 
 // fastCall is callTool's path for a plain tool: the same identity, slot,
 // call and error results, the upstream result kept as bytes.
-func (s *Server) fastCall(ctx context.Context, out *fastStream, snap *toolcache.Snapshot, req mcp.CallToolRequest, modern bool) fastAnswer {
+func (s *Server) fastCall(ctx context.Context, out *fastStream, snap *toolcache.ToolSet, req mcp.CallToolRequest, modern bool) fastAnswer {
 	call, err := s.identify(ctx, req)
 	if err != nil {
 		return fastAnswer{res: mcp.NewToolResultError(err.Error())}

@@ -30,18 +30,18 @@ import (
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/metrics"
 	"github.com/antler-mcp/antler/internal/principal"
-	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/spectask"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/tracing"
+	"github.com/antler-mcp/antler/internal/workspace"
 )
 
 // The identity carrier of a tools/call: _meta keys of the call's params,
 // or HTTP headers of the request that carries it. A _meta key wins over the
 // header (it is per call; a header is per connection or per client).
 const (
-	// MetaThreadID names the call's thread (settings.ValidateUserID's rules).
+	// MetaThreadID names the call's thread (workspace.CheckID's rules).
 	MetaThreadID = "antler/thread_id"
 	// MetaSecrets holds per-request secrets: an object of strings.
 	MetaSecrets = "antler/secrets"
@@ -171,7 +171,7 @@ type Server struct {
 	modernPrefix       []byte
 
 	syncMu sync.Mutex
-	synced *toolcache.Snapshot
+	synced *toolcache.ToolSet
 	// plain are the names of the synced set's tools a plain call of which
 	// the door answers itself (fastcall.go).
 	plain map[string]bool
@@ -332,17 +332,17 @@ var errUnauthenticated = errors.New("the MCP endpoint is mounted without authent
 // tools while the task runtime runs). A change replaces the set, which
 // sends notifications/tools/list_changed to every session; an unchanged
 // cache costs one signature check.
-func (s *Server) sync(ctx context.Context) { s.syncSnapshot(ctx) }
+func (s *Server) sync(ctx context.Context) { s.syncToolSet(ctx) }
 
-// syncSnapshot is sync returning the synced snapshot and the names of its
+// syncToolSet is sync returning the synced snapshot and the names of its
 // plain tools (nil, nil when the cache has none to give): a tool mcp-go
 // serves whose call is an upstream call, not a task submit, a host tool or
 // one with x-mcp-header parameters (mcp-go checks their headers).
-func (s *Server) syncSnapshot(ctx context.Context) (*toolcache.Snapshot, map[string]bool) {
+func (s *Server) syncToolSet(ctx context.Context) (*toolcache.ToolSet, map[string]bool) {
 	if s.cache == nil {
 		return nil, nil
 	}
-	snap, err := s.cache.Snapshot(ctx)
+	snap, err := s.cache.ToolSet(ctx)
 	if err != nil {
 		s.log.Warn("MCP tools unavailable", "error", dispatch.Redact(err.Error()))
 		return nil, nil
@@ -423,7 +423,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if tasktools.IsHostTool(name) && s.tasks.Configured() {
 		return fromResult(s.tasks.CallHostTool(ctx, name, call))
 	}
-	snap, err := s.cache.Snapshot(ctx)
+	snap, err := s.cache.ToolSet(ctx)
 	if err != nil {
 		return mcp.NewToolResultError("MCP tools are unavailable: " + dispatch.Redact(err.Error())), nil
 	}
@@ -478,7 +478,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 
 // invoke is the one call into the shared call path (the REST door makes the
 // same one); meta is the _meta forwarded upstream.
-func invoke(ctx context.Context, snap *toolcache.Snapshot, name string, call dispatch.Request, meta map[string]any) (json.RawMessage, error) {
+func invoke(ctx context.Context, snap *toolcache.ToolSet, name string, call dispatch.Request, meta map[string]any) (json.RawMessage, error) {
 	call.Name, call.Meta = name, meta
 	if tr := snap.Tracer(); tr != nil {
 		return invokeTraced(ctx, tr, snap, call)
@@ -493,7 +493,7 @@ const SpanMCPCall = "antler.mcp tools/call"
 // invokeTraced is invoke in a server span whose parent is the caller's
 // trace context: the request's _meta.traceparent, else the HTTP request's
 // traceparent header.
-func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.Snapshot, call dispatch.Request) (json.RawMessage, error) {
+func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.ToolSet, call dispatch.Request) (json.RawMessage, error) {
 	var server string
 	if t, ok := snap.Tool(call.Name); ok {
 		server = t.Server
@@ -594,7 +594,7 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 	}
 	c := caller{p: p, traceparent: r.Header.Get(tracing.KeyTraceparent), tracestate: r.Header.Get(tracing.KeyTracestate)}
 	if v := r.Header.Get(HeaderThreadID); v != "" {
-		if err := settings.ValidateUserID(v); err != nil {
+		if err := workspace.CheckID(v); err != nil {
 			c.err = fmt.Errorf("%s header: %w", HeaderThreadID, err)
 		}
 		c.thread = v
@@ -631,7 +631,7 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (dispatc
 		if !isString {
 			return call, fmt.Errorf("_meta %s: must be a string", MetaThreadID)
 		}
-		if err := settings.ValidateUserID(t); err != nil {
+		if err := workspace.CheckID(t); err != nil {
 			return call, fmt.Errorf("_meta %s: %w", MetaThreadID, err)
 		}
 		call.ThreadID = t
@@ -659,7 +659,7 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (dispatc
 		if !isString {
 			return call, fmt.Errorf("_meta %s: must be a string", MetaUserID)
 		}
-		if err := settings.ValidateUserID(u); err != nil {
+		if err := workspace.CheckID(u); err != nil {
 			return call, fmt.Errorf("_meta %s: %w", MetaUserID, err)
 		}
 		user, ignored := c.p.ActingUser(u)

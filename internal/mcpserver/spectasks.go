@@ -166,9 +166,9 @@ func (s *Server) taskHooks(hooks *server.Hooks) {
 		if res == nil || !s.spec.legacy(sessionIDFrom(ctx)) {
 			return
 		}
-		var snap *toolcache.Snapshot
+		var snap *toolcache.ToolSet
 		if s.cache != nil {
-			snap, _ = s.cache.Snapshot(ctx)
+			snap, _ = s.cache.ToolSet(ctx)
 		}
 		for i := range res.Tools {
 			durable := false
@@ -491,7 +491,7 @@ func (s *Server) submitTask(ctx context.Context, w http.ResponseWriter, r *http.
 	if s.cache == nil || (!modern && (len(p.Task) == 0 || string(p.Task) == "null")) {
 		return false
 	}
-	snap, err := s.cache.Snapshot(ctx)
+	snap, err := s.cache.ToolSet(ctx)
 	if err != nil {
 		return false
 	}

@@ -12,12 +12,12 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/antler-mcp/antler/internal/envvar"
 	"github.com/antler-mcp/antler/internal/task"
+	"github.com/antler-mcp/antler/internal/workspace"
 )
 
 // Roles a principal can have.
@@ -199,7 +199,7 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 		}
 		seen[val] = i
 		k.Key = val
-		if err := ValidateUserID(k.User); err != nil {
+		if err := workspace.CheckID(k.User); err != nil {
 			problems = append(problems, fmt.Sprintf("%s.user: %v", path, err))
 		}
 		switch k.Role {
@@ -258,27 +258,6 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
-}
-
-// ValidateUserID checks an identifier that names a folder on disk later
-// (users/<id>/threads/...): no separators, no "..", no NUL, bounded length.
-func ValidateUserID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("must not be empty")
-	case len(id) > 128:
-		return errors.New("must be at most 128 bytes")
-	case id == "." || id == "..":
-		return errors.New("must not be . or ..")
-	case strings.ContainsAny(id, "/\\\x00"):
-		return errors.New("must not contain a path separator or NUL")
-	}
-	for _, r := range id {
-		if unicode.IsControl(r) { // C0, DEL and C1 (U+0080–U+009F, e.g. NEL)
-			return errors.New("must not contain control characters")
-		}
 	}
 	return nil
 }

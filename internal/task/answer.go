@@ -56,11 +56,11 @@ func (a Answer) Validate() error {
 // A *ProtocolError refuses the answer for good; any other error is retried under the lease.
 //
 // The service may deliver one answer more than once (a host that dies
-// after the remote took it, before the returned Snapshot was stored,
+// after the remote took it, before the returned State was stored,
 // delivers it again from another process): a driver passes a.ID on as the
 // remote's idempotency key, so a repeat has no further effect.
 type Answerer interface {
-	Answer(ctx context.Context, ref Reference, question json.RawMessage, a Answer) (Snapshot, error)
+	Answer(ctx context.Context, ref Reference, question json.RawMessage, a Answer) (State, error)
 }
 
 // AnswerChecker is an optional Answerer refinement for drivers that take
@@ -86,10 +86,10 @@ func CanAnswer(d Driver, ref Reference) bool {
 // AbandonedError is an Answerer's report that the remote no longer waits
 // for the answer (its question is gone: it gave up on it, or a connection
 // it lived on ended): the answer is settled as abandoned, with Reason as
-// its error, and Snapshot, the task's state now, is stored as a poll's.
+// its error, and State, the task's state now, is stored as a poll's.
 type AbandonedError struct {
-	Reason   string
-	Snapshot Snapshot
+	Reason string
+	State  State
 }
 
 func (e *AbandonedError) Error() string { return "the answer was abandoned: " + e.Reason }

@@ -47,17 +47,17 @@ type plainDriver struct{}
 func (plainDriver) Submit(context.Context, task.SubmitRequest) (task.Submission, error) {
 	return task.Submission{}, nil
 }
-func (plainDriver) Status(context.Context, task.Reference) (task.Snapshot, error) {
-	return task.Snapshot{}, nil
+func (plainDriver) Status(context.Context, task.Reference) (task.State, error) {
+	return task.State{}, nil
 }
-func (plainDriver) Cancel(context.Context, task.Reference) (task.Snapshot, error) {
-	return task.Snapshot{}, nil
+func (plainDriver) Cancel(context.Context, task.Reference) (task.State, error) {
+	return task.State{}, nil
 }
 
 type answeringDriver struct{ plainDriver }
 
-func (answeringDriver) Answer(context.Context, task.Reference, json.RawMessage, task.Answer) (task.Snapshot, error) {
-	return task.Snapshot{}, nil
+func (answeringDriver) Answer(context.Context, task.Reference, json.RawMessage, task.Answer) (task.State, error) {
+	return task.State{}, nil
 }
 
 type choosyDriver struct{ answeringDriver }
@@ -86,7 +86,7 @@ func TestCanAnswer(t *testing.T) {
 
 func TestNormalizeDriverData(t *testing.T) {
 	cfg := task.DefaultConfig()
-	in := task.Snapshot{Status: task.StatusWorking, DriverData: map[string]string{"pending": "req-1"}}
+	in := task.State{Status: task.StatusWorking, DriverData: map[string]string{"pending": "req-1"}}
 	out, err := task.Normalize(in, cfg)
 	if err != nil || out.DriverData["pending"] != "req-1" {
 		t.Fatalf("Normalize = %+v, %v", out, err)
@@ -95,10 +95,10 @@ func TestNormalizeDriverData(t *testing.T) {
 	if out.DriverData["pending"] != "req-1" {
 		t.Error("the normalised snapshot shares its driver data with the input")
 	}
-	if out, _ := task.Normalize(task.Snapshot{Status: task.StatusWorking}, cfg); out.DriverData != nil {
+	if out, _ := task.Normalize(task.State{Status: task.StatusWorking}, cfg); out.DriverData != nil {
 		t.Errorf("nil driver data became %v; nil must leave the stored data unchanged", out.DriverData)
 	}
-	big := task.Snapshot{Status: task.StatusWorking, DriverData: map[string]string{"k": strings.Repeat("x", task.MaxDriverDataBytes)}}
+	big := task.State{Status: task.StatusWorking, DriverData: map[string]string{"k": strings.Repeat("x", task.MaxDriverDataBytes)}}
 	if _, err := task.Normalize(big, cfg); !task.IsPermanent(err) {
 		t.Errorf("oversized driver data: %v, want a protocol error", err)
 	}

@@ -13,6 +13,6 @@
 //
 // Beyond DeerFlow, a task waiting for input can be answered: a driver that
 // is also an Answerer gets the user's Answer, with an ID stable across
-// redeliveries to pass on as the remote's idempotency key, and a Snapshot
+// redeliveries to pass on as the remote's idempotency key, and a State
 // may carry DriverData for the store to keep with the state.
 package task

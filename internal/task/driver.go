@@ -16,10 +16,10 @@ type Driver interface {
 	// Submit starts the remote task and returns its handle.
 	Submit(ctx context.Context, req SubmitRequest) (Submission, error)
 	// Status reports the remote task's current state.
-	Status(ctx context.Context, ref Reference) (Snapshot, error)
+	Status(ctx context.Context, ref Reference) (State, error)
 	// Cancel asks the remote to cancel and reports the state it ends in,
 	// which the service requires to be terminal.
-	Cancel(ctx context.Context, ref Reference) (Snapshot, error)
+	Cancel(ctx context.Context, ref Reference) (State, error)
 }
 
 // Registry maps driver names to drivers. The host builds one at startup and

@@ -15,11 +15,11 @@ type nopDriver struct{}
 func (nopDriver) Submit(context.Context, task.SubmitRequest) (task.Submission, error) {
 	return task.Submission{}, nil
 }
-func (nopDriver) Status(context.Context, task.Reference) (task.Snapshot, error) {
-	return task.Snapshot{}, nil
+func (nopDriver) Status(context.Context, task.Reference) (task.State, error) {
+	return task.State{}, nil
 }
-func (nopDriver) Cancel(context.Context, task.Reference) (task.Snapshot, error) {
-	return task.Snapshot{}, nil
+func (nopDriver) Cancel(context.Context, task.Reference) (task.State, error) {
+	return task.State{}, nil
 }
 
 func TestRegistryRegister(t *testing.T) {

@@ -58,7 +58,7 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // ScrubRemoteID cuts id from a driver's answer: the snapshot's error and
 // the error's text (the error itself stays in the chain, so permanent and
 // retryable errors are still told apart).
-func ScrubRemoteID(s Snapshot, err error, id string) (Snapshot, error) {
+func ScrubRemoteID(s State, err error, id string) (State, error) {
 	s.Error = WithoutRemoteID(s.Error, id)
 	if err != nil {
 		if msg := WithoutRemoteID(err.Error(), id); msg != err.Error() {

@@ -81,7 +81,7 @@ func (r SubmitRequest) Validate() error {
 // first snapshot and the driver data to persist with the task.
 type Submission struct {
 	RemoteTaskID string
-	Snapshot     Snapshot
+	State        State
 	DriverData   map[string]string
 }
 

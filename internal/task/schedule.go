@@ -9,7 +9,7 @@ import (
 // that the remote answered at now; nil when it is no longer pollable. The
 // interval is the remote's poll hint or cfg's poll interval, at least the
 // input_required interval while input is required, and at most one day.
-func NextPollAt(now time.Time, s Snapshot, cfg Config) *time.Time {
+func NextPollAt(now time.Time, s State, cfg Config) *time.Time {
 	if !s.IsPollable() {
 		return nil
 	}

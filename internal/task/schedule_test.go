@@ -13,23 +13,23 @@ func TestNextPollAt(t *testing.T) {
 	question := json.RawMessage(`{"question":"Which year?"}`)
 	tests := []struct {
 		name string
-		s    task.Snapshot
+		s    task.State
 		want time.Duration // < 0: no next poll
 	}{
-		{"completed", task.Snapshot{Status: task.StatusCompleted}, -1},
-		{"failed", task.Snapshot{Status: task.StatusFailed}, -1},
-		{"cancelled", task.Snapshot{Status: task.StatusCancelled, PollAfterSeconds: ptr(5.0)}, -1},
-		{"submitted", task.Snapshot{Status: task.StatusSubmitted}, 5 * time.Second},
-		{"working", task.Snapshot{Status: task.StatusWorking}, 5 * time.Second},
-		{"remote hint", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(12.0)}, 12 * time.Second},
-		{"fractional hint", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(0.5)}, 500 * time.Millisecond},
-		{"hint at one day", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(86400.0)}, 24 * time.Hour},
-		{"hint over one day", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(86401.0)}, 24 * time.Hour},
-		{"huge hint", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(1e300)}, 24 * time.Hour},
-		{"input required", task.Snapshot{Status: task.StatusInputRequired, InputRequired: question}, time.Minute},
-		{"input required short hint", task.Snapshot{Status: task.StatusInputRequired, InputRequired: question, PollAfterSeconds: ptr(10.0)}, time.Minute},
-		{"input required long hint", task.Snapshot{Status: task.StatusInputRequired, InputRequired: question, PollAfterSeconds: ptr(120.0)}, 2 * time.Minute},
-		{"input required capped", task.Snapshot{Status: task.StatusInputRequired, InputRequired: question, PollAfterSeconds: ptr(1e6)}, 24 * time.Hour},
+		{"completed", task.State{Status: task.StatusCompleted}, -1},
+		{"failed", task.State{Status: task.StatusFailed}, -1},
+		{"cancelled", task.State{Status: task.StatusCancelled, PollAfterSeconds: ptr(5.0)}, -1},
+		{"submitted", task.State{Status: task.StatusSubmitted}, 5 * time.Second},
+		{"working", task.State{Status: task.StatusWorking}, 5 * time.Second},
+		{"remote hint", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(12.0)}, 12 * time.Second},
+		{"fractional hint", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(0.5)}, 500 * time.Millisecond},
+		{"hint at one day", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(86400.0)}, 24 * time.Hour},
+		{"hint over one day", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(86401.0)}, 24 * time.Hour},
+		{"huge hint", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(1e300)}, 24 * time.Hour},
+		{"input required", task.State{Status: task.StatusInputRequired, InputRequired: question}, time.Minute},
+		{"input required short hint", task.State{Status: task.StatusInputRequired, InputRequired: question, PollAfterSeconds: ptr(10.0)}, time.Minute},
+		{"input required long hint", task.State{Status: task.StatusInputRequired, InputRequired: question, PollAfterSeconds: ptr(120.0)}, 2 * time.Minute},
+		{"input required capped", task.State{Status: task.StatusInputRequired, InputRequired: question, PollAfterSeconds: ptr(1e6)}, 24 * time.Hour},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,9 +78,9 @@ func TestStatusSets(t *testing.T) {
 			if got := tt.status.Valid(); got != (tt.pollable || tt.terminal) {
 				t.Errorf("Valid = %v", got)
 			}
-			s := task.Snapshot{Status: tt.status}
+			s := task.State{Status: tt.status}
 			if s.IsPollable() != tt.pollable || s.NeedsAttention() != tt.attends {
-				t.Errorf("Snapshot sets disagree with Status sets")
+				t.Errorf("State sets disagree with Status sets")
 			}
 		})
 	}

@@ -103,7 +103,7 @@ func TestTwoReplicasWithAPluginDriver(t *testing.T) {
 		}
 	}
 	stats := func() (int, map[string]int) {
-		snap, err := cacheA.Snapshot(context.Background())
+		snap, err := cacheA.ToolSet(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

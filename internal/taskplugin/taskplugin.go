@@ -171,9 +171,9 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 	if err := d.answer("submit", s, resp, err); err != nil {
 		return task.Submission{}, err
 	}
-	sub := task.Submission{RemoteTaskID: resp.RemoteTaskID, Snapshot: task.Snapshot{Status: task.StatusSubmitted}, DriverData: maps.Clone(req.DriverData)}
+	sub := task.Submission{RemoteTaskID: resp.RemoteTaskID, State: task.State{Status: task.StatusSubmitted}, DriverData: maps.Clone(req.DriverData)}
 	if resp.Snapshot != nil {
-		if sub.Snapshot, err = snapshot(resp.Snapshot); err != nil {
+		if sub.State, err = snapshot(resp.Snapshot); err != nil {
 			return task.Submission{}, d.failed("submit", err)
 		}
 	}
@@ -192,12 +192,12 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 }
 
 // Status sends the status message.
-func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.State, error) {
 	return d.poll(ctx, "status", ref, d.plugin.Status)
 }
 
 // Cancel sends the cancel message; the service requires a terminal answer.
-func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.State, error) {
 	return d.poll(ctx, "cancel", ref, d.plugin.Cancel)
 }
 
@@ -210,9 +210,9 @@ func (d *Driver) CanAnswer(task.Reference) bool { return d.plugin.CanAnswer() }
 // deliver one answer twice). The reply is the task's snapshot, checked as a
 // status reply is; an error the plugin reports without retryable refuses
 // the answer, and every failure of the plugin itself is retried.
-func (d *Driver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
+func (d *Driver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.State, error) {
 	if !d.plugin.CanAnswer() {
-		return task.Snapshot{}, task.NewProtocolError(fmt.Sprintf("MCP task driver '%s' does not take answers", d.plugin.Entry.Name))
+		return task.State{}, task.NewProtocolError(fmt.Sprintf("MCP task driver '%s' does not take answers", d.plugin.Entry.Name))
 	}
 	return d.poll(ctx, "answer", ref, func(ctx context.Context, r *abi.TaskReference, callTool plugins.CallToolFunc) (abi.TaskDriverResponse, error) {
 		req := &abi.TaskAnswerRequest{Task: *r, Question: question, Action: a.Action, AnswerID: a.ID}
@@ -224,10 +224,10 @@ func (d *Driver) Answer(ctx context.Context, ref task.Reference, question json.R
 }
 
 func (d *Driver) poll(ctx context.Context, op string, ref task.Reference,
-	send func(context.Context, *abi.TaskReference, plugins.CallToolFunc) (abi.TaskDriverResponse, error)) (task.Snapshot, error) {
+	send func(context.Context, *abi.TaskReference, plugins.CallToolFunc) (abi.TaskDriverResponse, error)) (task.State, error) {
 	data, err := encodeData(ref.DriverData)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	s := &scope{d: d, server: ref.ServerName, user: ref.UserID, thead: ref.ThreadID}
 	resp, err := send(ctx, &abi.TaskReference{
@@ -235,27 +235,27 @@ func (d *Driver) poll(ctx context.Context, op string, ref task.Reference,
 		ServerName: ref.ServerName, RemoteTaskID: ref.RemoteTaskID, DriverData: data,
 	}, s.callTool)
 	if err := d.answer(op, s, resp, err); err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	if resp.Snapshot == nil {
-		return task.Snapshot{}, d.failed(op, errors.New("the answer has no snapshot"))
+		return task.State{}, d.failed(op, errors.New("the answer has no snapshot"))
 	}
 	snap, err := snapshot(resp.Snapshot)
 	if err != nil {
-		return task.Snapshot{}, d.failed(op, err)
+		return task.State{}, d.failed(op, err)
 	}
 	return snap, nil
 }
 
 // snapshot converts and checks an ABI snapshot. A snapshot that does not
 // validate is the plugin's fault, not the remote's: the caller retries.
-func snapshot(s *abi.TaskSnapshot) (task.Snapshot, error) {
-	out := task.Snapshot{
+func snapshot(s *abi.TaskSnapshot) (task.State, error) {
+	out := task.State{
 		Status: task.Status(s.Status), ResultTruncated: s.ResultTruncated, Error: s.Error,
 	}
 	if s.Result != nil {
 		if !json.Valid(s.Result) {
-			return task.Snapshot{}, errors.New("result is not JSON")
+			return task.State{}, errors.New("result is not JSON")
 		}
 		out.Result = append(json.RawMessage(nil), s.Result...)
 	}
@@ -274,13 +274,13 @@ func snapshot(s *abi.TaskSnapshot) (task.Snapshot, error) {
 	}
 	if s.HasPollAfter {
 		if math.IsNaN(s.PollAfterSeconds) || math.IsInf(s.PollAfterSeconds, 0) || s.PollAfterSeconds <= 0 {
-			return task.Snapshot{}, errors.New("poll_after_seconds must be a finite positive number")
+			return task.State{}, errors.New("poll_after_seconds must be a finite positive number")
 		}
 		p := min(s.PollAfterSeconds, task.MaxPollAfterSeconds)
 		out.PollAfterSeconds = &p
 	}
 	if err := out.Validate(); err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	return out, nil
 }

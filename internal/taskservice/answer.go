@@ -82,7 +82,7 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 			at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg)), err.Error(), at)
 		return rerr
 	}
-	var snap task.Snapshot
+	var snap task.State
 	ans, ok := drv.(task.Answerer)
 	if !ok {
 		err = task.NewProtocolError(ErrCannotAnswer.Error())
@@ -92,7 +92,7 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 			err = task.NewProtocolError("the stored answer could not be read")
 		} else {
 			a.ID = row.AnswerID
-			snap, err = boundedCall(ctx, "answer", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.Snapshot, error) {
+			snap, err = boundedCall(ctx, "answer", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.State, error) {
 				return ans.Answer(ctx, reference(row), row.InputRequired, a)
 			})
 		}
@@ -139,7 +139,7 @@ func (s *Service) deliverAnswer(ctx context.Context, row taskstore.Task) error {
 // read, in one fenced write; a state that does not normalise is a poll
 // failure instead, the answer staying pending.
 func (s *Service) abandonAnswer(ctx context.Context, row taskstore.Task, ab *task.AbandonedError, at time.Time) error {
-	snap, err := task.Normalize(ab.Snapshot, s.cfg)
+	snap, err := task.Normalize(ab.State, s.cfg)
 	if err != nil {
 		next := at.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg))
 		_, rerr := s.store.ReleaseAnswerClaim(ctx, row.Lease(), row.AnswerID, next, task.Truncate(err.Error(), task.MaxErrorChars), at)

@@ -58,7 +58,7 @@ func BenchmarkNotificationDelivery(b *testing.B) {
 					_, err := store.Create(ctx, taskstore.NewTask{
 						ID: fmt.Sprintf("task-%06d", n), UserID: "alice", ThreadID: "t1", ServerName: "reports",
 						DriverName: "ordinary-tools", RemoteTaskID: fmt.Sprintf("r-%06d", n), TaskName: "report",
-						Snapshot: taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`{"rows": 3}`)},
+						State: taskstore.State{Status: "completed", Result: json.RawMessage(`{"rows": 3}`)},
 					}, time.Now())
 					if err != nil {
 						b.Fatal(err)

@@ -40,7 +40,7 @@ var _ ordinary.ToolCaller = CacheCaller{}
 
 // CallTool implements ordinary.ToolCaller.
 func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json.RawMessage, error) {
-	snap, err := c.Cache.Snapshot(ctx)
+	snap, err := c.Cache.ToolSet(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ var _ spectasks.Caller = SpecCaller{}
 
 // Call implements spectasks.Caller.
 func (c SpecCaller) Call(ctx context.Context, call spectasks.Call) (spectasks.Reply, error) {
-	snap, err := c.Cache.Snapshot(ctx)
+	snap, err := c.Cache.ToolSet(ctx)
 	if err != nil {
 		return spectasks.Reply{}, err
 	}

@@ -141,7 +141,7 @@ func (r *notifyRig) completed(id string, result string) {
 	_, err := r.store.Create(context.Background(), taskstore.NewTask{
 		ID: id, UserID: "alice", ThreadID: "t1", ServerName: "reports", DriverName: "ordinary-tools",
 		RemoteTaskID: "remote-" + id, TaskName: "Q3 report",
-		Snapshot: taskstore.Snapshot{Status: "completed", Result: json.RawMessage(result)},
+		State: taskstore.State{Status: "completed", Result: json.RawMessage(result)},
 	}, r.clock())
 	if err != nil {
 		r.t.Fatal(err)

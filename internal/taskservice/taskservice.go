@@ -336,7 +336,7 @@ func (s *Service) persist(ctx context.Context, driverName string, req task.Submi
 	if err := task.CheckRemoteTaskID(sub.RemoteTaskID); err != nil {
 		return taskstore.Task{}, err
 	}
-	snap, err := task.Normalize(sub.Snapshot, s.cfg)
+	snap, err := task.Normalize(sub.State, s.cfg)
 	if err != nil {
 		return taskstore.Task{}, err
 	}
@@ -345,7 +345,7 @@ func (s *Service) persist(ctx context.Context, driverName string, req task.Submi
 	nt := taskstore.NewTask{
 		ID: req.LocalTaskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
 		ServerName: req.ServerName, DriverName: driverName, RemoteTaskID: sub.RemoteTaskID, TaskName: req.TaskName,
-		Snapshot: toStore(snap), DriverData: raw, ActiveLimit: s.cfg.MaxActiveTasksPerUser,
+		State: toStore(snap), DriverData: raw, ActiveLimit: s.cfg.MaxActiveTasksPerUser,
 	}
 	if s.tracer != nil {
 		nt.TraceParent, _ = s.tracer.Inject(ctx)
@@ -435,7 +435,7 @@ func (e *TimeoutError) Error() string {
 // boundedCall runs call with a deadline budget from now. If the call fails
 // after the deadline passed (and not because ctx ended), its error becomes
 // a *TimeoutError, whatever the driver made of the cancellation.
-func boundedCall(ctx context.Context, what string, budget time.Duration, call func(context.Context) (task.Snapshot, error)) (task.Snapshot, error) {
+func boundedCall(ctx context.Context, what string, budget time.Duration, call func(context.Context) (task.State, error)) (task.State, error) {
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	snap, err := call(cctx)
@@ -456,7 +456,7 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 		return rerr
 	}
 	started := time.Now()
-	snap, err := boundedCall(ctx, "status", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.Snapshot, error) {
+	snap, err := boundedCall(ctx, "status", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.State, error) {
 		return drv.Status(ctx, reference(row))
 	})
 	s.metrics.TaskPoll(row.DriverName, err, time.Since(started))
@@ -468,7 +468,7 @@ func (s *Service) pollOne(ctx context.Context, row taskstore.Task) error {
 	case err != nil && ctx.Err() != nil:
 		return nil // shutting down: the lease expires and another pass retries
 	case err != nil && task.IsPermanent(err):
-		snap = task.FailedSnapshot(err.Error())
+		snap = task.FailedState(err.Error())
 	case err != nil:
 		next := polledAt.Add(task.PollBackoff(row.ConsecutivePollErrorCount, s.cfg))
 		_, rerr := s.store.ReleaseClaim(ctx, row.Lease(), next, task.Truncate(err.Error(), task.MaxErrorChars), polledAt)
@@ -513,12 +513,12 @@ func (s *Service) cancelGuarded(ctx context.Context, row taskstore.Task) {
 }
 
 func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
-	var snap task.Snapshot
+	var snap task.State
 	drv, err := s.drivers.Get(row.DriverName)
 	if err == nil {
 		// Bounded like a status call: by status_call_timeout_seconds, and by
 		// the lease, since an answer after it would be fenced anyway.
-		snap, err = boundedCall(ctx, "cancel", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.Snapshot, error) {
+		snap, err = boundedCall(ctx, "cancel", s.cfg.StatusCallBudget(), func(ctx context.Context) (task.State, error) {
 			return drv.Cancel(ctx, reference(row))
 		})
 	}
@@ -537,7 +537,7 @@ func (s *Service) cancelOne(ctx context.Context, row taskstore.Task) error {
 		_, rerr := s.store.ReleaseCancelClaim(ctx, row.Lease(), next, task.Truncate(err.Error(), task.MaxErrorChars), at)
 		return rerr
 	}
-	ok, err := s.store.ApplyCancelSnapshot(ctx, row.Lease(), toStore(snap), at)
+	ok, err := s.store.ApplyCancelState(ctx, row.Lease(), toStore(snap), at)
 	if err == nil && ok && snap.Status != row.Status {
 		s.auditStatus(row, snap.Status)
 	}
@@ -574,7 +574,7 @@ func reference(row taskstore.Task) task.Reference {
 }
 
 // nextPoll is task.NextPollAt as the store takes it: zero for none.
-func nextPoll(at time.Time, snap task.Snapshot, cfg task.Config) time.Time {
+func nextPoll(at time.Time, snap task.State, cfg task.Config) time.Time {
 	if n := task.NextPollAt(at, snap, cfg); n != nil {
 		return *n
 	}
@@ -583,7 +583,7 @@ func nextPoll(at time.Time, snap task.Snapshot, cfg task.Config) time.Time {
 
 // driverData is the driver data a snapshot replaces the stored one with, as
 // JSON; nil leaves the stored one.
-func driverData(s task.Snapshot) json.RawMessage {
+func driverData(s task.State) json.RawMessage {
 	if s.DriverData == nil {
 		return nil
 	}
@@ -592,8 +592,8 @@ func driverData(s task.Snapshot) json.RawMessage {
 }
 
 // toStore converts a normalised snapshot to the store's columns.
-func toStore(s task.Snapshot) taskstore.Snapshot {
-	out := taskstore.Snapshot{Status: s.Status, Result: s.Result, ResultTruncated: s.ResultTruncated,
+func toStore(s task.State) taskstore.State {
+	out := taskstore.State{Status: s.Status, Result: s.Result, ResultTruncated: s.ResultTruncated,
 		Error: s.Error, InputRequired: s.InputRequired}
 	if s.ResultPreview != nil {
 		out.ResultPreview = *s.ResultPreview

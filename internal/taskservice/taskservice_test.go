@@ -80,7 +80,7 @@ func TestSubmittedReportCompletes(t *testing.T) {
 	r := newRig(t, fastConfig())
 	row := r.submit(`{"topic": "revenue", "delay_ms": 300}`)
 	if row.Status != "submitted" || row.RemoteTaskID == "" {
-		t.Fatalf("after submit: %+v", row.Snapshot)
+		t.Fatalf("after submit: %+v", row.State)
 	}
 	done := r.pollUntil(row.ID, "completed")
 	if len(done.Result) == 0 || done.CompletedAt.IsZero() || !done.NextPollAt.IsZero() {

@@ -96,7 +96,7 @@ func TestDeliveriesAreTracesLinkedToTheSubmit(t *testing.T) {
 	if _, err := store.Create(context.Background(), taskstore.NewTask{
 		ID: "mcp-task-traced", UserID: "alice", ThreadID: "t1", ServerName: "reports", DriverName: "ordinary-tools",
 		RemoteTaskID: "remote-traced", TaskName: "Q3 report", TraceParent: submit,
-		Snapshot: taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`{"ok": true}`)},
+		State: taskstore.State{Status: "completed", Result: json.RawMessage(`{"ok": true}`)},
 	}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ type reportStats struct {
 // process on stdio), what it counted.
 func serverStats(t testing.TB, cache *toolcache.Cache, user string) reportStats {
 	t.Helper()
-	snap, err := cache.Snapshot(context.Background())
+	snap, err := cache.ToolSet(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,19 +80,19 @@ func (s *Store) RecordAnswer(ctx context.Context, id string, sc task.Scope, answ
 	return t, &NotInputRequiredError{Status: t.Status, CancelRequested: !t.CancelRequestedAt.IsZero()}
 }
 
-// ApplyPoll is ApplySnapshot that also replaces the task's driver data with
+// ApplyPoll is ApplyState that also replaces the task's driver data with
 // driverData, in the same write, when driverData is not nil.
-func (s *Store) ApplyPoll(ctx context.Context, l Lease, snap Snapshot, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
+func (s *Store) ApplyPoll(ctx context.Context, l Lease, snap State, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
 	return s.applyRemote(ctx, "apply snapshot to "+l.ID, l, "", "", "", snap, driverData, nextPollAt, polledAt)
 }
 
 // ApplyAnswer stores the remote's reply to the pending answer answerID and
 // settles it (delivered, its content dropped) in one write, fenced like
-// ApplySnapshot and by the answer still being the pending one; driverData,
+// ApplyState and by the answer still being the pending one; driverData,
 // when not nil, replaces the task's driver data in that write. It reports
 // false when fenced: the reply is discarded and the answer stays pending,
 // to be delivered again under the same id.
-func (s *Store) ApplyAnswer(ctx context.Context, l Lease, answerID string, snap Snapshot, driverData json.RawMessage, nextPollAt, at time.Time) (bool, error) {
+func (s *Store) ApplyAnswer(ctx context.Context, l Lease, answerID string, snap State, driverData json.RawMessage, nextPollAt, at time.Time) (bool, error) {
 	if answerID == "" {
 		return false, fmt.Errorf("taskstore: apply answer to %s: answer id is required", l.ID)
 	}
@@ -104,7 +104,7 @@ func (s *Store) ApplyAnswer(ctx context.Context, l Lease, answerID string, snap 
 // as abandoned with errText as its error, in one write fenced like
 // ApplyAnswer; driverData, when not nil, replaces the task's driver data.
 // It reports false when fenced.
-func (s *Store) AbandonAnswer(ctx context.Context, l Lease, answerID string, snap Snapshot, driverData json.RawMessage, errText string, nextPollAt, at time.Time) (bool, error) {
+func (s *Store) AbandonAnswer(ctx context.Context, l Lease, answerID string, snap State, driverData json.RawMessage, errText string, nextPollAt, at time.Time) (bool, error) {
 	if answerID == "" {
 		return false, fmt.Errorf("taskstore: abandon answer to %s: answer id is required", l.ID)
 	}
@@ -114,7 +114,7 @@ func (s *Store) AbandonAnswer(ctx context.Context, l Lease, answerID string, sna
 // applyRemote writes a remote state: a poll's (answerID "", which must find
 // no answer pending) or the reply to the pending answer answerID, which it
 // settles as settle (delivered or abandoned) with answerErr as its error.
-func (s *Store) applyRemote(ctx context.Context, what string, l Lease, answerID, settle, answerErr string, snap Snapshot, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
+func (s *Store) applyRemote(ctx context.Context, what string, l Lease, answerID, settle, answerErr string, snap State, driverData json.RawMessage, nextPollAt, polledAt time.Time) (bool, error) {
 	if err := checkSchedule(snap.Status, nextPollAt); err != nil {
 		return false, fmt.Errorf("taskstore: %s: %w", what, err)
 	}
@@ -122,7 +122,7 @@ func (s *Store) applyRemote(ctx context.Context, what string, l Lease, answerID,
 	if snap.Status.IsTerminal() {
 		nextPollAt, completed = time.Time{}, polledAt
 	}
-	args := l.args(snapshotArgs(snap)...)
+	args := l.args(stateArgs(snap)...)
 	args = append(args, ms(nextPollAt), ms(polledAt), ms(completed), jsonText(driverData))
 	set, guard := "", " AND "+notPendingAnswer
 	if answerID != "" {
@@ -130,7 +130,7 @@ func (s *Store) applyRemote(ctx context.Context, what string, l Lease, answerID,
 		guard = " AND answer_status = '" + AnswerPending + "' AND answer_id = $15"
 		args = append(args, answerID, settle, text(answerErr))
 	}
-	return s.fencedWrite(ctx, what, polledAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
+	return s.fencedWrite(ctx, what, polledAt, `UPDATE mcp_tasks SET `+stateSet+`,
  next_poll_at = $11, last_polled_at = $12, last_poll_error = NULL, consecutive_poll_error_count = 0,
  completed_at = $13, updated_at = $12, driver_data = COALESCE($14, driver_data)`+set+`, `+clearLease+`
  WHERE id = $1 AND lease_owner = $2 AND lease_token = $3 AND lease_expires_at >= $12

@@ -16,7 +16,7 @@ const replicaBacklog = 20000
 // BenchmarkClaimTwoReplicas measures claim throughput (claims/s: rows
 // claimed per second, all replicas together) of replicas draining a backlog
 // of 20,000 due tasks, 100 per claim. Each replica runs its poll loop's
-// database side in one goroutine: claim a batch, write it back (ApplySnapshot
+// database side in one goroutine: claim a batch, write it back (ApplyState
 // per row, concurrently, as Service.runPolls does; the remote calls are left
 // out), claim again, until a claim comes back empty. One op is one drain of
 // the whole backlog; claim-ms is the mean time of one ClaimDue under that
@@ -139,7 +139,7 @@ func seedDue(b *testing.B, s *taskstore.Store, n int) {
 				nt := taskstore.NewTask{
 					ID: fmt.Sprintf("task-%06d", i), UserID: "user", ThreadID: fmt.Sprintf("thread-%d", i%50),
 					ServerName: "reports", DriverName: "ordinary-tools", RemoteTaskID: fmt.Sprintf("remote-%d", i),
-					TaskName: "report", Snapshot: taskstore.Snapshot{Status: "working"},
+					TaskName: "report", State: taskstore.State{Status: "working"},
 					NextPollAt: benchEpoch().Add(-time.Second),
 				}
 				if _, err := s.Create(context.Background(), nt, benchEpoch().Add(-time.Hour)); err != nil {

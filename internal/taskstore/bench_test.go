@@ -50,7 +50,7 @@ func BenchmarkClaimDue(b *testing.B) {
 
 // BenchmarkPollPass measures the database side of one poll pass (ns/op) over
 // the same 100 due tasks among 1,000 and 10,000 stored ones: the claim, then
-// the 100 snapshot writes, each ApplySnapshot in its own goroutine as
+// the 100 snapshot writes, each ApplyState in its own goroutine as
 // Service.runPolls does. The remote status calls a real pass makes between
 // the two are left out. Each snapshot is a working task with new progress
 // (no notification event), due again 1 ms later, so the next pass claims the
@@ -104,14 +104,14 @@ func applyAll(b *testing.B, s *taskstore.Store, tasks []taskstore.Task, owner st
 	var wg sync.WaitGroup
 	for _, t := range tasks {
 		wg.Go(func() {
-			snap := taskstore.Snapshot{Status: "working",
+			snap := taskstore.State{Status: "working",
 				Result: json.RawMessage(fmt.Sprintf(`{"progress":%d}`, t.PollAttemptCount%100))}
-			ok, err := s.ApplySnapshot(context.Background(), taskstore.Lease{ID: t.ID, Owner: owner, Token: t.LeaseToken}, snap, now.Add(time.Millisecond), now)
+			ok, err := s.ApplyState(context.Background(), taskstore.Lease{ID: t.ID, Owner: owner, Token: t.LeaseToken}, snap, now.Add(time.Millisecond), now)
 			switch {
 			case err != nil:
 				b.Error(err)
 			case !ok:
-				b.Errorf("ApplySnapshot(%s) was fenced", t.ID)
+				b.Errorf("ApplyState(%s) was fenced", t.ID)
 			}
 		})
 	}
@@ -160,7 +160,7 @@ func seedForClaims(b *testing.B, s *taskstore.Store, stored, due int) {
 		nt := taskstore.NewTask{
 			ID: fmt.Sprintf("task-%06d", i), UserID: "user", ThreadID: fmt.Sprintf("thread-%d", i%50),
 			ServerName: "reports", DriverName: "ordinary-tools", RemoteTaskID: fmt.Sprintf("remote-%d", i),
-			TaskName: "report", Snapshot: taskstore.Snapshot{Status: "working"},
+			TaskName: "report", State: taskstore.State{Status: "working"},
 			NextPollAt: now.Add(-time.Second),
 		}
 		switch {

@@ -88,7 +88,7 @@ func filledStore(t *testing.T) string {
 	}
 	for i := range 100 {
 		nt := taskstore.NewTask{ID: fmt.Sprintf("task-%03d", i), UserID: "u", ThreadID: "t", ServerName: "s", DriverName: "d",
-			RemoteTaskID: fmt.Sprintf("remote-%03d", i), TaskName: strings.Repeat("n", 200), Snapshot: taskstore.Snapshot{Status: "completed"}}
+			RemoteTaskID: fmt.Sprintf("remote-%03d", i), TaskName: strings.Repeat("n", 200), State: taskstore.State{Status: "completed"}}
 		if _, err := s.Create(ctx, nt, time.UnixMilli(int64(i+1))); err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,7 @@ func TestTrackingDegradedAfter(t *testing.T) {
 	}
 	now := time.UnixMilli(1_750_000_000_000)
 	nt := taskstore.NewTask{ID: "task-1", UserID: "u", ThreadID: "t", ServerName: "s", DriverName: "d",
-		RemoteTaskID: "r", TaskName: "n", Snapshot: taskstore.Snapshot{Status: "working"}, NextPollAt: now}
+		RemoteTaskID: "r", TaskName: "n", State: taskstore.State{Status: "working"}, NextPollAt: now}
 	if _, err := s.Create(ctx, nt, now); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func (s *Store) ReserveTaskSlot(ctx context.Context, id, userID string, limit in
 		return fmt.Errorf("taskstore: reserve task slot: ttl must be at least 1ms, got %v", ttl)
 	}
 	if err := checkNewTask(NewTask{ID: id, UserID: userID, ThreadID: "-", ServerName: "-", DriverName: "-",
-		RemoteTaskID: "-", TaskName: "-", Snapshot: Snapshot{Status: task.StatusCompleted}}); err != nil {
+		RemoteTaskID: "-", TaskName: "-", State: State{Status: task.StatusCompleted}}); err != nil {
 		return err
 	}
 	tx, err := s.write.BeginTx(ctx, nil)

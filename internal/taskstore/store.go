@@ -44,7 +44,7 @@ const migrationTable = "taskstore_goose_db_version"
 // the caller (another user's or another thread's task).
 var ErrNotFound = errors.New("taskstore: task not found")
 
-// ErrNotTerminal is returned by ApplyCancelSnapshot when the remote answer to
+// ErrNotTerminal is returned by ApplyCancelState when the remote answer to
 // a cancellation does not report a terminal status.
 var ErrNotTerminal = errors.New("taskstore: a cancellation response must report a terminal task status")
 
@@ -66,9 +66,9 @@ func (e *DuplicateError) Error() string {
 
 func (e *DuplicateError) Unwrap() error { return e.Err }
 
-// Snapshot is the remote task state the service writes, already normalised
+// State is the remote task state the service writes, already normalised
 // and bounded by the task model.
-type Snapshot struct {
+type State struct {
 	Status          task.Status
 	Result          json.RawMessage
 	ResultPreview   string
@@ -89,7 +89,7 @@ type NewTask struct {
 	DriverName   string
 	RemoteTaskID string
 	TaskName     string
-	Snapshot
+	State
 	DriverData json.RawMessage // nil stores {}
 	NextPollAt time.Time       // required while pollable; NULL for a terminal status
 	// ActiveLimit, when positive, is the user's max_active_tasks_per_user:
@@ -115,7 +115,7 @@ type Task struct {
 	RemoteTaskID string
 	TaskName     string
 	TaskNameKey  string // NameKey(TaskName)
-	Snapshot
+	State
 	DriverData json.RawMessage
 
 	NotificationStatus         string

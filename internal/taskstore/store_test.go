@@ -79,7 +79,7 @@ func TestSQLiteReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	nt := taskstore.NewTask{ID: "task-1", UserID: "u", ThreadID: "t", ServerName: "s", DriverName: "d",
-		RemoteTaskID: "r", TaskName: "n", Snapshot: taskstore.Snapshot{Status: "completed"}}
+		RemoteTaskID: "r", TaskName: "n", State: taskstore.State{Status: "completed"}}
 	if _, err := s.Create(ctx, nt, time.UnixMilli(1)); err != nil {
 		t.Fatal(err)
 	}

@@ -95,8 +95,8 @@ func claimCancelSet(d dialect) string {
 		", cancel_attempt_count = cancel_attempt_count + 1, updated_at = $3"
 }
 
-// snapshotSet writes a Snapshot from $4…$10 (see snapshotArgs).
-const snapshotSet = "status = $4, result = $5, result_preview = $6, result_truncated = $7," +
+// stateSet writes a State from $4…$10 (see stateArgs).
+const stateSet = "status = $4, result = $5, result_preview = $6, result_truncated = $7," +
 	" result_artifact = $8, error = $9, input_required = $10"
 
 const clearLease = "lease_owner = NULL, lease_expires_at = NULL, lease_token = NULL"
@@ -118,7 +118,7 @@ func (s *Store) Create(ctx context.Context, nt NewTask, now time.Time) (Task, er
 	if nt.Status.IsTerminal() {
 		next, completed = time.Time{}, now
 	}
-	args := append([]any{nt.ID, nt.UserID, nt.ThreadID}, snapshotArgs(nt.Snapshot)...)
+	args := append([]any{nt.ID, nt.UserID, nt.ThreadID}, stateArgs(nt.State)...)
 	args = append(args, text(nt.RunID), text(nt.ToolCallID), nt.ServerName, nt.DriverName,
 		nt.RemoteTaskID, nt.TaskName, NameKey(nt.TaskName), string(driverData),
 		ms(next), ms(completed), ms(now), text(nt.TraceParent))
@@ -318,7 +318,7 @@ func checkClaim(owner string, lease time.Duration, limit int) error {
 	return nil
 }
 
-// ApplySnapshot writes a poll result and releases the lease, but only while
+// ApplyState writes a poll result and releases the lease, but only while
 // the lease's owner still holds it with its token, unexpired at polledAt (the time the
 // remote call completed), on a task that is neither terminal nor asked to
 // cancel, and has no answer pending (its claim delivers the answer instead).
@@ -326,7 +326,7 @@ func checkClaim(owner string, lease time.Duration, limit int) error {
 // terminal snapshot sets completed_at and clears next_poll_at. An applied
 // snapshot records the task's notification event if it changed
 // (recordEvent), at polledAt.
-func (s *Store) ApplySnapshot(ctx context.Context, l Lease, snap Snapshot, nextPollAt, polledAt time.Time) (bool, error) {
+func (s *Store) ApplyState(ctx context.Context, l Lease, snap State, nextPollAt, polledAt time.Time) (bool, error) {
 	return s.ApplyPoll(ctx, l, snap, nil, nextPollAt, polledAt)
 }
 
@@ -392,17 +392,17 @@ func (s *Store) RequestCancel(ctx context.Context, id string, sc task.Scope, at 
 	return t, nil
 }
 
-// ApplyCancelSnapshot writes the remote answer to a cancellation (which must
+// ApplyCancelState writes the remote answer to a cancellation (which must
 // be terminal, else ErrNotTerminal) and ends all scheduling, but only while
 // the cancel lease is held, unexpired at completedAt, on a
 // task not yet terminal. It reports false when fenced; otherwise it records
 // the task's notification event (recordEvent) at completedAt.
-func (s *Store) ApplyCancelSnapshot(ctx context.Context, l Lease, snap Snapshot, completedAt time.Time) (bool, error) {
+func (s *Store) ApplyCancelState(ctx context.Context, l Lease, snap State, completedAt time.Time) (bool, error) {
 	if !snap.Status.IsTerminal() {
 		return false, fmt.Errorf("taskstore: apply cancel snapshot to %s (status %q): %w", l.ID, snap.Status, ErrNotTerminal)
 	}
-	args := append(l.args(snapshotArgs(snap)...), ms(completedAt))
-	return s.fencedWrite(ctx, "apply cancel snapshot to "+l.ID, completedAt, `UPDATE mcp_tasks SET `+snapshotSet+`,
+	args := append(l.args(stateArgs(snap)...), ms(completedAt))
+	return s.fencedWrite(ctx, "apply cancel snapshot to "+l.ID, completedAt, `UPDATE mcp_tasks SET `+stateSet+`,
  next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
  answer = NULL, answer_status = CASE WHEN answer_status = '`+AnswerPending+`' THEN '`+AnswerAbandoned+`' ELSE answer_status END,
  completed_at = $11, updated_at = $11, `+clearLease+`
@@ -447,8 +447,8 @@ func (s *Store) update(ctx context.Context, what, query string, args ...any) (bo
 	return n == 1, nil
 }
 
-// snapshotArgs are the values of snapshotSet's $4…$10.
-func snapshotArgs(s Snapshot) []any {
+// stateArgs are the values of stateSet's $4…$10.
+func stateArgs(s State) []any {
 	return []any{string(s.Status), jsonText(s.Result), text(s.ResultPreview), s.ResultTruncated,
 		jsonText(s.ResultArtifact), text(s.Error), jsonText(s.InputRequired)}
 }

@@ -37,7 +37,7 @@ func BenchmarkFourParallel144MBResults(b *testing.B) {
 	b.Cleanup(cache.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s, err := cache.Snapshot(ctx)
+	s, err := cache.ToolSet(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,43 +13,43 @@ import (
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
-// BenchmarkSnapshotHotPath is a read of the tool set when the config file has
+// BenchmarkToolSetHotPath is a read of the tool set when the config file has
 // not changed: resolve the path, stat and hash a 16 KiB file, compare. The
 // file was just written, so within its 2 s racy window every read re-hashes
-// (see BenchmarkSnapshotHotPathSettled for reads that need only a stat).
+// (see BenchmarkToolSetHotPathSettled for reads that need only a stat).
 // Budget: ≤ 20 µs (BENCHMARKS.md records the figure).
-func BenchmarkSnapshotHotPath(b *testing.B) {
+func BenchmarkToolSetHotPath(b *testing.B) {
 	c, size := hotPathCache(b, false)
 	b.SetBytes(size)
 	b.ReportAllocs()
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := c.Snapshot(ctx); err != nil {
+		if _, err := c.ToolSet(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkSnapshotHotPathParallel is BenchmarkSnapshotHotPath from
+// BenchmarkToolSetHotPathParallel is BenchmarkToolSetHotPath from
 // GOMAXPROCS goroutines at once, as concurrent tool calls read it.
-func BenchmarkSnapshotHotPathParallel(b *testing.B) {
+func BenchmarkToolSetHotPathParallel(b *testing.B) {
 	c, size := hotPathCache(b, false)
 	b.SetBytes(size)
 	b.ReportAllocs()
-	parallelSnapshots(b, c)
+	parallelToolSets(b, c)
 }
 
-// BenchmarkSnapshotHotPathSettled reads a file last changed more than 2 s
+// BenchmarkToolSetHotPathSettled reads a file last changed more than 2 s
 // before it was hashed, the steady state: a stat per read, and a re-hash
 // once a second.
-func BenchmarkSnapshotHotPathSettled(b *testing.B) {
+func BenchmarkToolSetHotPathSettled(b *testing.B) {
 	c, size := hotPathCache(b, true)
 	b.Run("serial", func(b *testing.B) {
 		b.SetBytes(size)
 		b.ReportAllocs()
 		ctx := context.Background()
 		for b.Loop() {
-			if _, err := c.Snapshot(ctx); err != nil {
+			if _, err := c.ToolSet(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -57,15 +57,15 @@ func BenchmarkSnapshotHotPathSettled(b *testing.B) {
 	b.Run("parallel", func(b *testing.B) {
 		b.SetBytes(size)
 		b.ReportAllocs()
-		parallelSnapshots(b, c)
+		parallelToolSets(b, c)
 	})
 }
 
-func parallelSnapshots(b *testing.B, c *toolcache.Cache) {
+func parallelToolSets(b *testing.B, c *toolcache.Cache) {
 	ctx := context.Background()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := c.Snapshot(ctx); err != nil {
+			if _, err := c.ToolSet(ctx); err != nil {
 				b.Error(err)
 				return
 			}
@@ -95,7 +95,7 @@ func hotPathCache(b *testing.B, settled bool) (*toolcache.Cache, int64) {
 	}
 	if settled {
 		time.Sleep(2100 * time.Millisecond) // a benchmark's setup, not an assertion
-		if _, err := c.Snapshot(ctx); err != nil {
+		if _, err := c.ToolSet(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

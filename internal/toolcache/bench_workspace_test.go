@@ -43,7 +43,7 @@ func BenchmarkStdioCallWorkspace(b *testing.B) {
 			}
 			cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: data})
 			defer cache.Close()
-			s, err := cache.Snapshot(context.Background())
+			s, err := cache.ToolSet(context.Background())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,9 +5,9 @@
 // so a reset or an edit during discovery discards that discovery, and
 // last-known-good tools when the file is deleted or broken after a good load.
 // The check on every read is one stat per file and no lock while the file's
-// identity is unchanged (see Cache.Snapshot); the SHA-256 of the content
+// identity is unchanged (see Cache.ToolSet); the SHA-256 of the content
 // still decides whenever a stat cannot prove the content unchanged.
-// A Snapshot resolves a request's target (a tool's exposed name, a server)
+// A ToolSet resolves a request's target (a tool's exposed name, a server)
 // and hands it to internal/dispatch, which owns the path to the wire.
 package toolcache
 
@@ -104,7 +104,7 @@ type Options struct {
 	// tool catalog (its tool_catalog policy) at each discovery.
 	Catalog *catalog.Catalog
 	// Tracer, when set, traces every request the endpoints send
-	// (dispatch.Options.Tracer) and is the doors' (Snapshot.Tracer); nil
+	// (dispatch.Options.Tracer) and is the doors' (ToolSet.Tracer); nil
 	// is tracing off.
 	Tracer *tracing.Tracer
 }
@@ -144,7 +144,7 @@ type Cache struct {
 
 	locator *config.Locator // finds the config file and stats it, once per read
 
-	// state is the published snapshot with the files it was checked
+	// state is the published tool set with the files it was checked
 	// against, read by the hot path without a lock. It is replaced whole,
 	// never changed in place: under mu, or by the one re-hash in flight
 	// (compare-and-swap, so it never overwrites a newer state). nil when
@@ -162,9 +162,9 @@ type Cache struct {
 
 	mu         sync.Mutex
 	signer     config.Signer     // guarded by mu
-	slices     map[string][]byte // stdio servers' settings in the published snapshot
+	slices     map[string][]byte // stdio servers' settings in the published tool set
 	generation uint64
-	// served is set once a snapshot has been published.
+	// served is set once a tool set has been published.
 	served   bool
 	inflight *discovery
 	closed   bool
@@ -178,7 +178,7 @@ type Cache struct {
 
 // OnNotification adds fn to the receivers of every server's unsolicited
 // notifications (resources/updated, list_changed), from any connection of
-// this or a later snapshot. fn runs on the connection's reader and must not
+// this or a later tool set. fn runs on the connection's reader and must not
 // block.
 func (c *Cache) OnNotification(fn func(dispatch.Notification)) {
 	c.listenMu.Lock()
@@ -196,17 +196,17 @@ func (c *Cache) notify(n dispatch.Notification) {
 	}
 }
 
-// state is what one published snapshot was built from and last checked
+// state is what one published tool set was built from and last checked
 // against. seen is the config file as last read and decided on (adopted, or
 // reported broken): while one stat shows the same file, the decision holds.
 type state struct {
-	snap    *Snapshot
-	path    string           // config path the snapshot was built from ("" = none)
+	snap    *ToolSet
+	path    string           // config path the tool set was built from ("" = none)
 	sig     config.Signature // signature adopted for that path
-	digest  [32]byte         // MCP slice the snapshot serves
+	digest  [32]byte         // MCP slice the tool set serves
 	badSig  config.Signature // a broken revision already reported
 	seen    config.Revision  // zero: unknown, the next read re-reads
-	plugins []pluginFile     // plugin files the snapshot loaded; never changed in place
+	plugins []pluginFile     // plugin files the tool set loaded; never changed in place
 }
 
 // broken reports whether the revision last seen is the broken one reported.
@@ -229,7 +229,7 @@ type pluginFile struct {
 type discovery struct {
 	generation uint64
 	done       chan struct{}
-	snap       *Snapshot
+	snap       *ToolSet
 	err        error
 }
 
@@ -252,35 +252,35 @@ func New(opts Options) *Cache {
 			OnEvent: func(server string, ev sessionpool.Event) { opts.Metrics.Session(server, string(ev)) }})}
 }
 
-// Snapshot returns the current tools, discovering them on first use or after
+// ToolSet returns the current tools, discovering them on first use or after
 // the effective configuration changed. It is the hot path: a missing or broken
 // file is not an error once something has been served.
 //
 // It takes no lock while nothing may have changed: one stat of the config
 // file (and of each plugin file) that shows the identity (device, inode,
 // size, mtime, ctime) of the revision last read returns the published
-// snapshot. A changed identity is a possible edit: the call waits for the one
+// tool set. A changed identity is a possible edit: the call waits for the one
 // goroutine that re-reads the file (and reloads or rebuilds when the content
 // differs). An unchanged identity whose hash is only due again (read over
 // 1 s ago, or within 2 s of the file's last change) is re-hashed by one call
-// while the others keep the current snapshot; a different hash then rebuilds
+// while the others keep the current tool set; a different hash then rebuilds
 // as an edit does. DeerFlow's rule holds: the SHA-256 of the content decides,
 // and a new signature with the same MCP slice keeps tools and connections.
-func (c *Cache) Snapshot(ctx context.Context) (*Snapshot, error) {
+func (c *Cache) ToolSet(ctx context.Context) (*ToolSet, error) {
 	return c.get(ctx, false)
 }
 
 // Load is the explicit, loud read used at start-up and by `antler tools`: a
 // config file named by the flag or an environment variable that does not
 // exist, or that does not parse, is an error.
-func (c *Cache) Load(ctx context.Context) (*Snapshot, error) {
+func (c *Cache) Load(ctx context.Context) (*ToolSet, error) {
 	if _, err := config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup); err != nil {
 		return nil, err
 	}
 	return c.get(ctx, true)
 }
 
-func (c *Cache) get(ctx context.Context, loud bool) (*Snapshot, error) {
+func (c *Cache) get(ctx context.Context, loud bool) (*ToolSet, error) {
 	if s := c.fast(); s != nil {
 		return s, nil
 	}
@@ -352,7 +352,7 @@ func (c *Cache) Rebuild() {
 // their names before any server's, so an upstream tool exposed under one of
 // them is a name collision like any other (reported in its server's
 // conflicts, kept from the host tool's Server) and is neither listed nor
-// called. The host tools are not in the snapshot: the doors list and answer
+// called. The host tools are not in the tool set: the doors list and answer
 // them. A change retires the published tools, as Rebuild does; the same
 // names again change nothing.
 func (c *Cache) ReserveHostTools(tools []Tool) {
@@ -465,7 +465,7 @@ func (c *Cache) Generation() uint64 {
 	return c.generation
 }
 
-func (c *Cache) retireLocked() *Snapshot {
+func (c *Cache) retireLocked() *ToolSet {
 	c.generation++
 	st := c.state.Swap(nil)
 	if st == nil {
@@ -477,7 +477,7 @@ func (c *Cache) retireLocked() *Snapshot {
 // startLocked launches a discovery for the current generation. It runs on its
 // own context, not a caller's, so one client hanging up does not fail the
 // others waiting on it; each server is bounded by its session_init_timeout.
-func (c *Cache) startLocked(retired *Snapshot) {
+func (c *Cache) startLocked(retired *ToolSet) {
 	d := &discovery{generation: c.generation, done: make(chan struct{})}
 	c.inflight = d
 	// A discovery after tools were once served is a reload (a changed
@@ -527,7 +527,7 @@ func (c *Cache) startLocked(retired *Snapshot) {
 		}
 		c.slices = snap.slices
 		for _, name := range stale {
-			c.pool.CloseServer(name) // before the new snapshot serves
+			c.pool.CloseServer(name) // before the new tool set serves
 		}
 		c.state.Store(&state{snap: snap, path: path, sig: sig, digest: digest, seen: seen, plugins: files})
 		d.generation = c.generation
@@ -567,8 +567,8 @@ func hashedStat(path, sha256 string) config.FileStat {
 // discarded rather than published under the new file's signature. seen is
 // that re-check's read when it shows the adopted signature (zero otherwise:
 // the first read after publishing re-reads).
-func (c *Cache) discover() (snap *Snapshot, path string, sig config.Signature, digest [32]byte, seen config.Revision, err error) {
-	fail := func(err error) (*Snapshot, string, config.Signature, [32]byte, config.Revision, error) {
+func (c *Cache) discover() (snap *ToolSet, path string, sig config.Signature, digest [32]byte, seen config.Revision, err error) {
+	fail := func(err error) (*ToolSet, string, config.Signature, [32]byte, config.Revision, error) {
 		return nil, "", config.Signature{}, [32]byte{}, config.Revision{}, err
 	}
 	path, err = config.ResolvePath(c.opts.ConfigPath, c.opts.Lookup)
@@ -620,11 +620,11 @@ func (c *Cache) discover() (snap *Snapshot, path string, sig config.Signature, d
 	return snap, path, sig, digest, seen, nil
 }
 
-// fast is the lock-free read: the published snapshot when one stat per file
+// fast is the lock-free read: the published tool set when one stat per file
 // shows nothing that needs a decision, or nil for the locked path. When only
 // a re-hash is due, one caller re-hashes (outside every lock) and the others
-// return the current snapshot meanwhile.
-func (c *Cache) fast() *Snapshot {
+// return the current tool set meanwhile.
+func (c *Cache) fast() *ToolSet {
 	st := c.state.Load()
 	if st == nil {
 		return nil
@@ -681,10 +681,10 @@ func (c *Cache) look(st *state) config.Freshness {
 	return v
 }
 
-// staleLocked decides whether the published snapshot st must be rebuilt,
+// staleLocked decides whether the published tool set st must be rebuilt,
 // for a read the lock-free check could not answer (the callers queued on mu
 // wait for its outcome and then find it published). A changed signature is
-// only a signal: the file is re-read and the snapshot is retired only if the
+// only a signal: the file is re-read and the tool set is retired only if the
 // effective MCP slice differs. Otherwise the new signature is adopted and
 // tools and connections are kept. What it decides is published with the
 // revision it read, so that the next reads answer from a stat.
@@ -770,8 +770,8 @@ func (c *Cache) pluginsChangedLocked(st *state) bool {
 }
 
 // build connects to every enabled server concurrently and assembles the
-// snapshot in configuration order.
-func build(ext *config.Extensions, opts Options, reserved []Tool, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], watcher *virtualpath.Watcher, notify func(dispatch.Notification)) *Snapshot {
+// tool set in configuration order.
+func build(ext *config.Extensions, opts Options, reserved []Tool, log *slog.Logger, loaded []*plugins.Plugin, pool *sessionpool.Pool[*upstream.Conn], watcher *virtualpath.Watcher, notify func(dispatch.Notification)) *ToolSet {
 	servers := ext.Enabled()
 	tokens := oauth.New(ext, oauth.Options{Client: opts.HTTPClient, Logger: log, OnFetch: opts.Metrics.OAuthFetch})
 	// uoptsFor gives each server its base headers: static, plus the cached
@@ -865,7 +865,7 @@ func build(ext *config.Extensions, opts Options, reserved []Tool, log *slog.Logg
 		cancel()
 	}
 
-	snap := &Snapshot{
+	snap := &ToolSet{
 		DiscoveredAt: time.Now(),
 		Warnings:     ext.Warnings,
 		TaskFreeze:   ext.TaskFreeze(),

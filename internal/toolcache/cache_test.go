@@ -49,18 +49,18 @@ func (b *bundle) write(doc string) {
 	}
 }
 
-func (b *bundle) snap() *toolcache.Snapshot {
+func (b *bundle) snap() *toolcache.ToolSet {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := b.cache.Snapshot(ctx)
+	s, err := b.cache.ToolSet(ctx)
 	if err != nil {
 		b.t.Fatalf("snapshot: %v", err)
 	}
 	return s
 }
 
-func toolNames(s *toolcache.Snapshot) []string {
+func toolNames(s *toolcache.ToolSet) []string {
 	var names []string
 	for _, t := range s.Tools {
 		names = append(names, t.Name)
@@ -68,7 +68,7 @@ func toolNames(s *toolcache.Snapshot) []string {
 	return names
 }
 
-func status(t *testing.T, s *toolcache.Snapshot, name string) toolcache.ServerStatus {
+func status(t *testing.T, s *toolcache.ToolSet, name string) toolcache.ServerStatus {
 	t.Helper()
 	for _, st := range s.ServerStatuses() {
 		if st.Name == name {
@@ -113,7 +113,7 @@ type identity struct {
 }
 
 // whoamiAs calls a whoami tool for a user's thread.
-func whoamiAs(t *testing.T, s *toolcache.Snapshot, tool, user, thread string) identity {
+func whoamiAs(t *testing.T, s *toolcache.ToolSet, tool, user, thread string) identity {
 	t.Helper()
 	raw, err := s.Invoke(context.Background(), dispatch.Request{Name: tool, Arguments: json.RawMessage(`{}`), UserID: user, ThreadID: thread})
 	if err != nil {
@@ -129,7 +129,7 @@ func whoamiAs(t *testing.T, s *toolcache.Snapshot, tool, user, thread string) id
 }
 
 // whoami calls a whoami tool as the default user and thread and returns the pid.
-func whoami(t *testing.T, s *toolcache.Snapshot, tool string) int {
+func whoami(t *testing.T, s *toolcache.ToolSet, tool string) int {
 	t.Helper()
 	return whoamiAs(t, s, tool, "", "").PID
 }
@@ -310,12 +310,12 @@ func TestResetDuringDiscoveryNeverPublishesTheOldResult(t *testing.T) {
 	b := newBundle(t, doc(`"slow": `+stdio(bin, wireLogEnv(wire), "-init-delay", "1500ms", "-tools", "$DEMO_TOOLS")))
 	b.env.Store("DEMO_TOOLS", "old_tool")
 	type result struct {
-		s   *toolcache.Snapshot
+		s   *toolcache.ToolSet
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := b.cache.Snapshot(context.Background())
+		s, err := b.cache.ToolSet(context.Background())
 		done <- result{s, err}
 	}()
 	waitFor(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })
@@ -340,9 +340,9 @@ func TestEditDuringDiscoveryIsNotPublishedUnderTheNewSignature(t *testing.T) {
 	bin := testmcp.Build(t)
 	wire := filepath.Join(t.TempDir(), "wire.log")
 	b := newBundle(t, doc(`"slow": `+stdio(bin, wireLogEnv(wire), "-init-delay", "1500ms", "-tools", "old_tool")))
-	done := make(chan *toolcache.Snapshot, 1)
+	done := make(chan *toolcache.ToolSet, 1)
 	go func() {
-		s, _ := b.cache.Snapshot(context.Background())
+		s, _ := b.cache.ToolSet(context.Background())
 		done <- s
 	}()
 	waitFor(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })

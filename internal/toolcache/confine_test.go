@@ -66,7 +66,7 @@ func TestPooledServerRunsNoAgentFile(t *testing.T) {
 			control, _ := pooledBundle(t, doc(`"x": `+tc.server+fmt.Sprintf(`, "cwd": %q}`, ws)))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			if s, err := control.cache.Snapshot(ctx); err == nil {
+			if s, err := control.cache.ToolSet(ctx); err == nil {
 				_, _ = s.Invoke(ctx, callReq("x_whoami"))
 			}
 			if got, err := os.ReadFile(canary); err != nil || len(got) == 0 {

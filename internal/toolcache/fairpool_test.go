@@ -49,7 +49,7 @@ func newFairRig(t *testing.T, opts toolcache.Options) *fairRig {
 }
 
 // invoke calls a tool as user in thread and returns its structuredContent.
-func (r *fairRig) invoke(s *toolcache.Snapshot, tool, user, thread string, args any) (map[string]any, error) {
+func (r *fairRig) invoke(s *toolcache.ToolSet, tool, user, thread string, args any) (map[string]any, error) {
 	a, _ := json.Marshal(args)
 	raw, err := s.Invoke(context.Background(), dispatch.Request{Name: tool, Arguments: a, UserID: user, ThreadID: thread})
 	if err != nil {
@@ -65,7 +65,7 @@ func (r *fairRig) invoke(s *toolcache.Snapshot, tool, user, thread string, args 
 	return res.StructuredContent, nil
 }
 
-func (r *fairRig) must(s *toolcache.Snapshot, tool, user, thread string, args any) map[string]any {
+func (r *fairRig) must(s *toolcache.ToolSet, tool, user, thread string, args any) map[string]any {
 	r.t.Helper()
 	out, err := r.invoke(s, tool, user, thread, args)
 	if err != nil {
@@ -76,12 +76,12 @@ func (r *fairRig) must(s *toolcache.Snapshot, tool, user, thread string, args an
 
 // submitTask starts a report as user in thread and records it as the task
 // runtime would: an active task pins the thread's reports session.
-func (r *fairRig) submitTask(s *toolcache.Snapshot, user, thread string, args map[string]any) string {
+func (r *fairRig) submitTask(s *toolcache.ToolSet, user, thread string, args map[string]any) string {
 	r.t.Helper()
 	id, _ := r.must(s, "reports_submit_report", user, thread, args)["task_id"].(string)
 	_, err := r.store.Create(context.Background(), taskstore.NewTask{
 		ID: "mcp-task-" + thread, UserID: user, ThreadID: thread, ServerName: "reports", DriverName: "ordinary-tools",
-		RemoteTaskID: id, TaskName: "report " + thread, Snapshot: taskstore.Snapshot{Status: "submitted"}, NextPollAt: time.Now(),
+		RemoteTaskID: id, TaskName: "report " + thread, State: taskstore.State{Status: "submitted"}, NextPollAt: time.Now(),
 	}, time.Now())
 	if err != nil {
 		r.t.Fatal(err)
@@ -91,7 +91,7 @@ func (r *fairRig) submitTask(s *toolcache.Snapshot, user, thread string, args ma
 
 // awaitReport polls the report until it ends; a process that lost the task
 // answers task_not_found.
-func (r *fairRig) awaitReport(s *toolcache.Snapshot, user, thread, id string) map[string]any {
+func (r *fairRig) awaitReport(s *toolcache.ToolSet, user, thread, id string) map[string]any {
 	r.t.Helper()
 	var p map[string]any
 	eventually(func() bool {

@@ -18,7 +18,7 @@ func failing(name string) string {
 	return fmt.Sprintf(`%q: {"command": "/nonexistent/antler-no-such-binary"}`, name)
 }
 
-func hasServer(s *toolcache.Snapshot, name string) bool {
+func hasServer(s *toolcache.ToolSet, name string) bool {
 	for _, st := range s.ServerStatuses() {
 		if st.Name == name {
 			return true
@@ -50,9 +50,9 @@ func TestRehashDoesNotBlockOtherReads(t *testing.T) {
 		t.Fatalf("servers %+v", s1.ServerStatuses())
 	}
 
-	blocked := make(chan *toolcache.Snapshot, 1)
+	blocked := make(chan *toolcache.ToolSet, 1)
 	go func() {
-		s, err := b.cache.Snapshot(context.Background())
+		s, err := b.cache.ToolSet(context.Background())
 		if err != nil {
 			t.Errorf("the re-hashing read: %v", err)
 		}
@@ -103,7 +103,7 @@ func TestConcurrentReadsDuringEdits(t *testing.T) {
 					return
 				default:
 				}
-				s, err := b.cache.Snapshot(context.Background())
+				s, err := b.cache.ToolSet(context.Background())
 				if err != nil || s == nil {
 					t.Errorf("concurrent read: %v", err)
 					return

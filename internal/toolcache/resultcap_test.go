@@ -38,7 +38,7 @@ func allocated(f func()) uint64 {
 }
 
 // callTool invokes an exposed tool as the default user.
-func callTool(s *toolcache.Snapshot, name, args string) (json.RawMessage, error) {
+func callTool(s *toolcache.ToolSet, name, args string) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return s.Invoke(ctx, dispatch.Request{Name: name, Arguments: json.RawMessage(args)})
@@ -118,7 +118,7 @@ func TestFilesystemReadMultipleFilesAboveTheHostDefault(t *testing.T) {
 	t.Cleanup(cache.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := cache.Snapshot(ctx)
+	s, err := cache.ToolSet(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestOversizeConfigIsRefusedKeepingLastGood(t *testing.T) {
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, Logger: log})
 	t.Cleanup(cache.Close)
 	ctx := context.Background()
-	s1, err := cache.Snapshot(ctx)
+	s1, err := cache.ToolSet(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestOversizeConfigIsRefusedKeepingLastGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		s, err := cache.Snapshot(ctx)
+		s, err := cache.ToolSet(ctx)
 		if err != nil || s != s1 {
 			t.Fatalf("an oversize edit replaced the tools: %v", err)
 		}
@@ -189,7 +189,7 @@ func TestOversizeConfigIsRefusedKeepingLastGood(t *testing.T) {
 	if err := os.WriteFile(path, []byte(doc(`"a": `+stdio(bin, "", "-tools", "fixed"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s3, err := cache.Snapshot(ctx)
+	s3, err := cache.ToolSet(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

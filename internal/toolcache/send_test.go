@@ -15,7 +15,7 @@ import (
 )
 
 // TestSendReadsResourcesThroughThePooledSession drives server-everything's
-// resources over stdio with Snapshot.Send: the request runs in the caller's
+// resources over stdio with ToolSet.Send: the request runs in the caller's
 // (user, thread) session, the one its tool calls use, and its failures are
 // model-safe CallErrors.
 func TestSendReadsResourcesThroughThePooledSession(t *testing.T) {

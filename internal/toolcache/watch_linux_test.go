@@ -51,7 +51,7 @@ func TestSessionsReleaseWatches(t *testing.T) {
 	baseInstances, baseWatches := inotifyWatches(t)
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: data})
 	defer cache.Close()
-	s, err := cache.Snapshot(context.Background())
+	s, err := cache.ToolSet(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

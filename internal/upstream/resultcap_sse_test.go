@@ -31,7 +31,6 @@ var floodLine = "data: " + strings.Repeat("x", 256<<10) + "\n"
 type sseFloodServer struct {
 	withID bool
 
-	mu     sync.Mutex
 	stream chan func(io.Writer) // legacy SSE: what to write on the stream
 }
 

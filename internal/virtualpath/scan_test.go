@@ -159,7 +159,7 @@ func TestChangedNilScan(t *testing.T) {
 	}
 }
 
-// A workspace with more than 20000 files is not tracked: Snapshot returns nil
+// A workspace with more than 20000 files is not tracked: Scan returns nil
 // and Changed then reports nothing.
 func TestScanTooManyFiles(t *testing.T) {
 	if testing.Short() {
@@ -178,14 +178,14 @@ func TestScanTooManyFiles(t *testing.T) {
 		}
 	}
 	if snap := virtualpath.Scan(e.ws); snap != nil {
-		t.Fatalf("Snapshot has %d files, want nil", len(snap))
+		t.Fatalf("Scan has %d files, want nil", len(snap))
 	}
 	// Files in excluded folders do not count.
 	if err := os.Rename(filepath.Join(e.ws, "d0"), filepath.Join(e.ws, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
 	if snap := virtualpath.Scan(e.ws); len(snap) != 20001-201 {
-		t.Fatalf("Snapshot has %d files, want %d", len(snap), 20001-201)
+		t.Fatalf("Scan has %d files, want %d", len(snap), 20001-201)
 	}
 }
 
@@ -205,6 +205,6 @@ func TestScanTooManyFolders(t *testing.T) {
 		}
 	}
 	if snap := virtualpath.Scan(e.ws); snap != nil {
-		t.Fatalf("Snapshot has %d files, want nil", len(snap))
+		t.Fatalf("Scan has %d files, want nil", len(snap))
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/antler-mcp/antler/internal/settings"
+	"strings"
+	"unicode"
 )
 
 // TmpSubdir is the stdio servers' temporary folder inside the workspace.
@@ -22,12 +22,34 @@ const DefaultThread = "default"
 // ErrInvalidID is wrapped by ValidateID's errors.
 var ErrInvalidID = errors.New("invalid id")
 
-// ValidateID checks a user or thread id that becomes a folder name (see
-// settings.ValidateUserID: no separators, no "." or "..", no NUL or control
-// characters, at most 128 bytes); the error names the field.
+// ValidateID is CheckID with an error that names the field and wraps
+// ErrInvalidID.
 func ValidateID(field, id string) error {
-	if err := settings.ValidateUserID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return fmt.Errorf("%w: %s %v", ErrInvalidID, field, err)
+	}
+	return nil
+}
+
+// CheckID is the one rule for a user or thread id, which names a folder on
+// disk (users/<id>/threads/<id>/...): not empty, at most 128 bytes, not "."
+// or "..", no path separator, NUL or control character. Its error does not
+// name the field; ValidateID's does.
+func CheckID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("must not be empty")
+	case len(id) > 128:
+		return errors.New("must be at most 128 bytes")
+	case id == "." || id == "..":
+		return errors.New("must not be . or ..")
+	case strings.ContainsAny(id, "/\\\x00"):
+		return errors.New("must not contain a path separator or NUL")
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) { // C0, DEL and C1 (U+0080–U+009F, e.g. NEL)
+			return errors.New("must not contain control characters")
+		}
 	}
 	return nil
 }

@@ -46,3 +46,45 @@ func TestPathsValidateIDsAndLayOutTheThread(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckID(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+		ok   bool
+	}{
+		{"simple", "alice", true},
+		{"email-like", "alice@example.com", true},
+		{"dots inside", "a.b..c", true},
+		{"leading dot", ".hidden", true},
+		{"unicode", "josé-日本", true},
+		{"spaces", "Alice Smith", true},
+		{"128 bytes", strings.Repeat("a", 128), true},
+		{"128 bytes of multibyte runes", strings.Repeat("é", 64), true},
+
+		{"empty", "", false},
+		{"dot", ".", false},
+		{"dot dot", "..", false},
+		{"slash", "a/b", false},
+		{"traversal", "../etc", false},
+		{"backslash", `a\b`, false},
+		{"NUL", "a\x00b", false},
+		{"129 bytes", strings.Repeat("a", 129), false},
+		{"130 bytes of multibyte runes", strings.Repeat("é", 65), false},
+		{"newline", "a\nb", false},
+		{"tab", "a\tb", false},
+		{"carriage return", "a\rb", false},
+		{"escape", "a\x1b[31m", false},
+		{"DEL", "a\x7fb", false},
+		{"C1 next line", "a\u0085b", false},
+		{"C1 control sequence introducer", "a\u009b31m", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := workspace.CheckID(tt.id)
+			if (err == nil) != tt.ok {
+				t.Errorf("CheckID(%q) = %v, want ok=%v", tt.id, err, tt.ok)
+			}
+		})
+	}
+}

@@ -72,7 +72,7 @@ func pluginTask(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(fmt.Errorf("submit: %w", err))
 	}
-	_ = enc.Encode(map[string]any{"op": "submit", "remote_task_id": sub.RemoteTaskID, "status": sub.Snapshot.Status, "driver_data": sub.DriverData})
+	_ = enc.Encode(map[string]any{"op": "submit", "remote_task_id": sub.RemoteTaskID, "status": sub.State.Status, "driver_data": sub.DriverData})
 	data := maps.Clone(req.DriverData)
 	maps.Copy(data, sub.DriverData)
 	ref := task.Reference{LocalTaskID: req.LocalTaskID, UserID: *user, ThreadID: *thread, ServerName: *server,

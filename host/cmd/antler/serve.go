@@ -244,7 +244,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 }
 
 // printTryIt shows the curl lines that list and call the tools.
-func printTryIt(w io.Writer, addr string, snap *toolcache.Snapshot, open bool) {
+func printTryIt(w io.Writer, addr string, snap *toolcache.ToolSet, open bool) {
 	auth := ""
 	if !open {
 		auth = ` -H "Authorization: Bearer $ANTLER_KEY"`
@@ -299,7 +299,7 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 // startTasks opens the task store and starts the durable task runtime when
 // mcp_tasks is enabled. Task toolsets configured while it is off are an error:
 // their submit tools would otherwise run as plain synchronous calls.
-func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Store, dsn string, cache *toolcache.Cache, snap *toolcache.Snapshot, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger, tracer *tracing.Tracer) (*taskservice.Service, func(), error) {
+func startTasks(ctx context.Context, st settings.Settings, store *taskstore.Store, dsn string, cache *toolcache.Cache, snap *toolcache.ToolSet, log *slog.Logger, opened *atomic.Pointer[taskstore.Store], m *metrics.Metrics, auditLog *audit.Logger, tracer *tracing.Tracer) (*taskservice.Service, func(), error) {
 	// The task-enabled configuration is frozen as the host started with it:
 	// a later edit of it is refused for task calls until a restart.
 	frozen := snap.TaskFreeze

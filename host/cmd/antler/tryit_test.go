@@ -20,7 +20,7 @@ func TestTryItPrintsTheMCPEndpoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			printTryIt(&out, "127.0.0.1:8001", &toolcache.Snapshot{}, tc.open)
+			printTryIt(&out, "127.0.0.1:8001", &toolcache.ToolSet{}, tc.open)
 			for _, w := range tc.want {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, &out)

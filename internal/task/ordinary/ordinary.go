@@ -107,7 +107,7 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 	}
 	sub := task.Submission{
 		RemoteTaskID: p.TaskID,
-		Snapshot:     task.Snapshot{Status: task.StatusSubmitted},
+		State:        task.State{Status: task.StatusSubmitted},
 		DriverData:   maps.Clone(req.DriverData),
 	}
 	if err := sub.Validate(); err != nil {
@@ -119,14 +119,14 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 // Status calls the status tool with the remote task id and maps its answer.
 // A remote that no longer knows the task (error_code task_not_found) fails
 // it permanently.
-func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.State, error) {
 	return d.poll(ctx, ref, StatusToolKey, parseStatus, nil)
 }
 
 // Cancel calls the cancel tool with the remote task id and returns the
 // terminal state the remote reports (a task that finished first stays
 // completed or failed).
-func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.State, error) {
 	return d.poll(ctx, ref, CancelToolKey, parseCancel, nil)
 }
 
@@ -139,7 +139,7 @@ func (d *Driver) CanAnswer(ref task.Reference) bool { return ref.DriverData[Resp
 // twice. A remote that refuses the answer (error_code answer_refused) is a
 // *task.ProtocolError with its error text; so is a task without a
 // respond_tool. question is not sent: the remote asked it.
-func (d *Driver) Answer(ctx context.Context, ref task.Reference, _ json.RawMessage, a task.Answer) (task.Snapshot, error) {
+func (d *Driver) Answer(ctx context.Context, ref task.Reference, _ json.RawMessage, a task.Answer) (task.State, error) {
 	args := map[string]any{"task_id": ref.RemoteTaskID, "action": a.Action, "answer_id": a.ID}
 	if len(a.Content) > 0 {
 		args["content"] = a.Content
@@ -150,7 +150,7 @@ func (d *Driver) Answer(ctx context.Context, ref task.Reference, _ json.RawMessa
 // poll runs a status or cancel call. The remote task id is cut from the
 // error texts it returns (a task's error and its poll and cancel errors are
 // shown to the agent, who knows only the local id).
-func (d *Driver) poll(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error), args map[string]any) (task.Snapshot, error) {
+func (d *Driver) poll(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error), args map[string]any) (task.State, error) {
 	s, err := d.pollRemote(ctx, ref, key, parse, args)
 	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
 }
@@ -158,45 +158,45 @@ func (d *Driver) poll(ctx context.Context, ref task.Reference, key string, parse
 // pollRemote runs a status, cancel or respond call: they take {"task_id":
 // remote id} (args, when not nil, for respond), never carry per-request
 // headers, and must echo the persisted remote id.
-func (d *Driver) pollRemote(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error), argMap map[string]any) (task.Snapshot, error) {
+func (d *Driver) pollRemote(ctx context.Context, ref task.Reference, key string, parse func([]byte) (statusPayload, error), argMap map[string]any) (task.State, error) {
 	tool, err := role(ref.DriverData, key)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	if argMap == nil {
 		argMap = map[string]any{"task_id": ref.RemoteTaskID}
 	}
 	args, err := json.Marshal(argMap)
 	if err != nil {
-		return task.Snapshot{}, fmt.Errorf("encode MCP task tool '%s' arguments: %w", tool, err)
+		return task.State{}, fmt.Errorf("encode MCP task tool '%s' arguments: %w", tool, err)
 	}
 	content, err := d.call(ctx, ToolCall{
 		Server: ref.ServerName, Tool: tool, Arguments: args,
 		UserID: ref.UserID, ThreadID: ref.ThreadID,
 	})
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	p, err := parse(content)
 	if err != nil {
-		return task.Snapshot{}, invalid(tool, err)
+		return task.State{}, invalid(tool, err)
 	}
 	if p.TaskID != ref.RemoteTaskID {
-		return task.Snapshot{}, task.NewProtocolError("MCP task response task_id does not match the persisted remote task")
+		return task.State{}, task.NewProtocolError("MCP task response task_id does not match the persisted remote task")
 	}
 	if key == RespondToolKey && p.ErrorCode == refusedCode {
 		msg := p.Error
 		if msg == "" {
 			msg = refusedMessage
 		}
-		return task.Snapshot{}, task.NewProtocolError(msg)
+		return task.State{}, task.NewProtocolError(msg)
 	}
 	s, err := p.snapshot()
 	if err != nil {
-		return task.Snapshot{}, invalid(tool, err)
+		return task.State{}, invalid(tool, err)
 	}
 	if err := s.Validate(); err != nil {
-		return task.Snapshot{}, invalid(tool, err)
+		return task.State{}, invalid(tool, err)
 	}
 	return s, nil
 }

@@ -77,7 +77,7 @@ func TestSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sub.RemoteTaskID != "r-1" || sub.Snapshot.Status != task.StatusSubmitted {
+	if sub.RemoteTaskID != "r-1" || sub.State.Status != task.StatusSubmitted {
 		t.Fatalf("Submission = %+v", sub)
 	}
 	if !maps.Equal(sub.DriverData, driverData()) {
@@ -263,24 +263,24 @@ func TestStatus(t *testing.T) {
 	tests := []struct {
 		name    string
 		payload string
-		want    task.Snapshot
+		want    task.State
 	}{
 		{"running with hint", `{"task_id":"r-1","status":"running","poll_after_seconds":7,"progress":0.4}`,
-			task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(7.0)}},
+			task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(7.0)}},
 		{"running with null optionals", `{"task_id":"r-1","status":"running","result":null,"result_artifact":null,"error":null,"error_code":null,"input_required":null,"poll_after_seconds":null}`,
-			task.Snapshot{Status: task.StatusWorking}},
+			task.State{Status: task.StatusWorking}},
 		{"completed with result and artifact", `{"task_id":"r-1","status":"completed","result":{"pages":12},"result_artifact":{"uri":"s3://reports/r-1.pdf","mime_type":"application/pdf","size":9}}`,
-			task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`{"pages":12}`),
+			task.State{Status: task.StatusCompleted, Result: json.RawMessage(`{"pages":12}`),
 				ResultArtifact: map[string]string{"uri": "s3://reports/r-1.pdf", "mime_type": "application/pdf"}}},
 		{"failed with error", `{"task_id":"r-1","status":"failed","error":"renderer crashed","error_code":"internal"}`,
-			task.Snapshot{Status: task.StatusFailed, Error: "renderer crashed"}},
-		{"cancelled", `{"task_id":"r-1","status":"cancelled"}`, task.Snapshot{Status: task.StatusCancelled}},
+			task.State{Status: task.StatusFailed, Error: "renderer crashed"}},
+		{"cancelled", `{"task_id":"r-1","status":"cancelled"}`, task.State{Status: task.StatusCancelled}},
 		{"input required", `{"task_id":"r-1","status":"input_required","input_required":{"question":"Which year?"}}`,
-			task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"question":"Which year?"}`)}},
+			task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"question":"Which year?"}`)}},
 		{"task not found with error", `{"task_id":"r-1","status":"running","error_code":"task_not_found","error":"expired after 7 days","result":{"x":1}}`,
-			task.Snapshot{Status: task.StatusFailed, Error: "expired after 7 days"}},
+			task.State{Status: task.StatusFailed, Error: "expired after 7 days"}},
 		{"task not found without error", `{"task_id":"r-1","status":"failed","error_code":"task_not_found"}`,
-			task.Snapshot{Status: task.StatusFailed, Error: "Remote MCP task was not found"}},
+			task.State{Status: task.StatusFailed, Error: "Remote MCP task was not found"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +289,7 @@ func TestStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertSnapshot(t, got, tt.want)
+			assertState(t, got, tt.want)
 			c := f.calls[0]
 			if c.Tool != "report_status" || string(c.Arguments) != `{"task_id":"r-1"}` || c.Server != "reports" ||
 				c.UserID != "u1" || c.ThreadID != "t1" || c.RequestScopedHeaders {
@@ -365,14 +365,14 @@ func TestCancel(t *testing.T) {
 	tests := []struct {
 		name    string
 		payload string
-		want    task.Snapshot
+		want    task.State
 	}{
-		{"cancelled", `{"task_id":"r-1","status":"cancelled"}`, task.Snapshot{Status: task.StatusCancelled}},
+		{"cancelled", `{"task_id":"r-1","status":"cancelled"}`, task.State{Status: task.StatusCancelled}},
 		{"already completed", `{"task_id":"r-1","status":"completed","result":"done","result_artifact":{"uri":"u","mime_type":"text/plain"}}`,
-			task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`"done"`), ResultArtifact: map[string]string{"uri": "u", "mime_type": "text/plain"}}},
-		{"already failed", `{"task_id":"r-1","status":"failed","error":"boom"}`, task.Snapshot{Status: task.StatusFailed, Error: "boom"}},
+			task.State{Status: task.StatusCompleted, Result: json.RawMessage(`"done"`), ResultArtifact: map[string]string{"uri": "u", "mime_type": "text/plain"}}},
+		{"already failed", `{"task_id":"r-1","status":"failed","error":"boom"}`, task.State{Status: task.StatusFailed, Error: "boom"}},
 		{"status-only fields ignored", `{"task_id":"r-1","status":"cancelled","poll_after_seconds":-5,"input_required":7}`,
-			task.Snapshot{Status: task.StatusCancelled}},
+			task.State{Status: task.StatusCancelled}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -381,7 +381,7 @@ func TestCancel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertSnapshot(t, got, tt.want)
+			assertState(t, got, tt.want)
 			c := f.calls[0]
 			if c.Tool != "cancel_report" || string(c.Arguments) != `{"task_id":"r-1"}` || c.RequestScopedHeaders {
 				t.Fatalf("call = %+v", c)
@@ -413,9 +413,9 @@ func TestCancelRejects(t *testing.T) {
 	}
 }
 
-// TestSnapshotsNormalize checks the driver's answers pass the model's single
+// TestStatesNormalize checks the driver's answers pass the model's single
 // boundary unchanged.
-func TestSnapshotsNormalize(t *testing.T) {
+func TestStatesNormalize(t *testing.T) {
 	f := &fakeCaller{results: map[string]string{"report_status": structured(`{"task_id":"r-1","status":"completed","result":{ "pages" : 12 }}`)}}
 	s, err := ordinary.New(f).Status(context.Background(), reference())
 	if err != nil {
@@ -427,7 +427,7 @@ func TestSnapshotsNormalize(t *testing.T) {
 	}
 }
 
-func assertSnapshot(t *testing.T, got, want task.Snapshot) {
+func assertState(t *testing.T, got, want task.State) {
 	t.Helper()
 	if got.Status != want.Status || got.Error != want.Error || string(got.Result) != string(want.Result) ||
 		string(got.InputRequired) != string(want.InputRequired) || !maps.Equal(got.ResultArtifact, want.ResultArtifact) ||

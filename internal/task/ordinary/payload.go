@@ -105,19 +105,19 @@ func parseCancel(content []byte) (statusPayload, error) {
 }
 
 // snapshot maps the payload to a task snapshot.
-func (p statusPayload) snapshot() (task.Snapshot, error) {
+func (p statusPayload) snapshot() (task.State, error) {
 	if p.ErrorCode == notFoundCode {
 		msg := p.Error
 		if msg == "" {
 			msg = notFoundMessage
 		}
-		return task.Snapshot{Status: task.StatusFailed, Error: msg}, nil
+		return task.State{Status: task.StatusFailed, Error: msg}, nil
 	}
 	st := mapStatus(p.Status)
 	if st == task.StatusInputRequired && p.InputRequired == nil {
-		return task.Snapshot{}, errors.New("input_required: field required when status is 'input_required'")
+		return task.State{}, errors.New("input_required: field required when status is 'input_required'")
 	}
-	return task.Snapshot{
+	return task.State{
 		Status:           st,
 		Result:           p.Result,
 		ResultArtifact:   p.ResultArtifact,

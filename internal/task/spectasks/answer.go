@@ -67,14 +67,14 @@ func (d *Driver) CanAnswer(ref task.Reference) bool {
 // or the one a tasks/result brings now; without one (the server sent no
 // elicitation in time, or sent another request) the status message, which
 // no answer can go to.
-func (d *Driver) inputRequired(ctx context.Context, ref task.Reference, rt remoteTask) (task.Snapshot, error) {
+func (d *Driver) inputRequired(ctx context.Context, ref task.Reference, rt remoteTask) (task.State, error) {
 	poll := d.polls.hint(rt.PollInterval)
 	if q := ref.DriverData[QuestionKey]; ref.DriverData[HeldRequestKey] != "" && q != "" {
-		return task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(q), PollAfterSeconds: poll}, nil
+		return task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(q), PollAfterSeconds: poll}, nil
 	}
 	held, err := d.hold(ctx, ref)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	if held == nil {
 		// The task may have moved on meanwhile (a server applying an
@@ -84,7 +84,7 @@ func (d *Driver) inputRequired(ctx context.Context, ref task.Reference, rt remot
 		}
 		msg := orDefault(rt.StatusMessage)
 		payload, _ := json.Marshal(map[string]string{"message": msg + " (the server sent no question Antler can pass on: an answer cannot be given yet)"})
-		return task.Snapshot{Status: task.StatusInputRequired, InputRequired: payload, PollAfterSeconds: poll}, nil
+		return task.State{Status: task.StatusInputRequired, InputRequired: payload, PollAfterSeconds: poll}, nil
 	}
 	q := questionOf(*held, rt.StatusMessage)
 	data := maps.Clone(ref.DriverData)
@@ -93,7 +93,7 @@ func (d *Driver) inputRequired(ctx context.Context, ref task.Reference, rt remot
 	}
 	data[HeldRequestKey] = string(held.ID)
 	data[QuestionKey] = string(q)
-	return task.Snapshot{Status: task.StatusInputRequired, InputRequired: q, PollAfterSeconds: poll, DriverData: data}, nil
+	return task.State{Status: task.StatusInputRequired, InputRequired: q, PollAfterSeconds: poll, DriverData: data}, nil
 }
 
 // hold calls tasks/result until the server's elicitation/create for the
@@ -179,20 +179,20 @@ func questionOf(r ServerRequest, statusMessage string) json.RawMessage {
 // its request, or took this answer from a process that died before saying
 // so) makes a *task.AbandonedError. A response sent again for a request
 // the server has settled is ignored by it, so a redelivery has no effect.
-func (d *Driver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
+func (d *Driver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.State, error) {
 	s, err := d.answer(ctx, ref, question, a)
 	var ab *task.AbandonedError
 	if errors.As(err, &ab) {
-		ab.Snapshot, _ = task.ScrubRemoteID(ab.Snapshot, nil, ref.RemoteTaskID)
-		return task.Snapshot{}, ab
+		ab.State, _ = task.ScrubRemoteID(ab.State, nil, ref.RemoteTaskID)
+		return task.State{}, ab
 	}
 	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
 }
 
-func (d *Driver) answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
+func (d *Driver) answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.State, error) {
 	id := ref.DriverData[HeldRequestKey]
 	if id == "" {
-		return task.Snapshot{}, task.Protocolf("%v: the server sent no elicitation Antler holds", ErrUnanswerable)
+		return task.State{}, task.Protocolf("%v: the server sent no elicitation Antler holds", ErrUnanswerable)
 	}
 	if q := ref.DriverData[QuestionKey]; q != "" {
 		question = json.RawMessage(q)
@@ -201,27 +201,27 @@ func (d *Driver) answer(ctx context.Context, ref task.Reference, question json.R
 	switch a.Action {
 	case task.ActionAccept:
 		if err := checkContent(question, a.Content); err != nil {
-			return task.Snapshot{}, err
+			return task.State{}, err
 		}
 		resp["content"] = a.Content
 	case task.ActionDecline, task.ActionCancel:
 	default:
-		return task.Snapshot{}, task.Protocolf("action: must be one of '%s', '%s', '%s'", task.ActionAccept, task.ActionDecline, task.ActionCancel)
+		return task.State{}, task.Protocolf("action: must be one of '%s', '%s', '%s'", task.ActionAccept, task.ActionDecline, task.ActionCancel)
 	}
 	data := withoutHeld(ref.DriverData)
 	rt, err := d.taskRequest(ctx, ref, MethodGet)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	if rt.Status != "input_required" {
 		after := ref
 		after.DriverData = data
 		s, err := d.snapshot(ctx, after, rt)
 		if err != nil {
-			return task.Snapshot{}, err
+			return task.State{}, err
 		}
 		s.DriverData = data
-		return task.Snapshot{}, &task.AbandonedError{Snapshot: s, Reason: fmt.Sprintf("the remote MCP task no longer waits for this answer: it is %s "+
+		return task.State{}, &task.AbandonedError{State: s, Reason: fmt.Sprintf("the remote MCP task no longer waits for this answer: it is %s "+
 			"(its server gave up on its question, for instance when it was not answered in time, or took this answer just before Antler stopped)", rt.Status)}
 	}
 	result, _ := json.Marshal(resp)
@@ -230,14 +230,14 @@ func (d *Driver) answer(ctx context.Context, ref task.Reference, question json.R
 		Method: MethodRespond, RequestID: json.RawMessage(id), Result: result, Session: ref.DriverData[SessionKey],
 	}); err != nil {
 		if errors.Is(err, ErrSessionGone) {
-			return task.Snapshot{}, task.Protocolf("Remote MCP task was lost: %w", err)
+			return task.State{}, task.Protocolf("Remote MCP task was lost: %w", err)
 		}
-		return task.Snapshot{}, fmt.Errorf("MCP answer to the task's elicitation failed: %w", err)
+		return task.State{}, fmt.Errorf("MCP answer to the task's elicitation failed: %w", err)
 	}
 	poll := d.polls.hint(rt.PollInterval)
 	// The server applies the response after taking it: until then the task
 	// still reads input_required, and is working as far as Antler knows.
-	return task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: poll, DriverData: data}, nil
+	return task.State{Status: task.StatusWorking, PollAfterSeconds: poll, DriverData: data}, nil
 }
 
 // checkContent validates an accepted answer's content against the

@@ -148,7 +148,7 @@ func TestAnswerRules(t *testing.T) {
 			var ab *task.AbandonedError
 			switch {
 			case tt.abandoned:
-				if !errors.As(err, &ab) || ab.Snapshot.Status != task.StatusWorking || ab.Snapshot.DriverData[spectasks.HeldRequestKey] != "" {
+				if !errors.As(err, &ab) || ab.State.Status != task.StatusWorking || ab.State.DriverData[spectasks.HeldRequestKey] != "" {
 					t.Fatalf("err = %v, want abandoned with the task working and nothing held", err)
 				}
 			case tt.errHas != "":

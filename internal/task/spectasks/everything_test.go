@@ -60,7 +60,7 @@ func researchTool(t *testing.T, cache *toolcache.Cache) toolcache.Tool {
 // listedTool is the tool the cache lists as name.
 func listedTool(t testing.TB, cache *toolcache.Cache, name string) toolcache.Tool {
 	t.Helper()
-	snap, err := cache.Snapshot(context.Background())
+	snap, err := cache.ToolSet(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestForgottenSessionFailsTheTask(t *testing.T) {
 func TestOptOutKeepsPlainTools(t *testing.T) {
 	server := fmt.Sprintf(`{"command": "node", "args": [%q], "spec_tasks": "off"}`, testnpm.Everything(t))
 	rt := testtask.New(t, doc(server), testtask.FastConfig())
-	snap, err := rt.Cache.Snapshot(context.Background())
+	snap, err := rt.Cache.ToolSet(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func (d *ExtensionDriver) Submit(ctx context.Context, req task.SubmitRequest) (t
 			return task.Submission{}, task.NewProtocolError("an MCP tool answered inline needs the task's local id")
 		}
 		return task.Submission{RemoteTaskID: InlinePrefix + req.LocalTaskID, DriverData: data,
-			Snapshot: task.Snapshot{Status: task.StatusCompleted, Result: withoutResultType(reply.Result)}}, nil
+			State: task.State{Status: task.StatusCompleted, Result: withoutResultType(reply.Result)}}, nil
 	case "task":
 	default:
 		return task.Submission{}, task.Protocolf("MCP tool '%s' answered with an unexpected resultType %q", tool, task.Truncate(res.ResultType, 64))
@@ -139,30 +139,30 @@ func (d *ExtensionDriver) Submit(ctx context.Context, req task.SubmitRequest) (t
 	}
 	ref := task.Reference{LocalTaskID: req.LocalTaskID, ServerName: req.ServerName, UserID: req.UserID, ThreadID: req.ThreadID,
 		RemoteTaskID: res.TaskID, DriverData: data}
-	var snap task.Snapshot
+	var snap task.State
 	if res.Status == "working" {
-		snap = task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: d.polls.hint(res.PollIntervalMs)}
+		snap = task.State{Status: task.StatusWorking, PollAfterSeconds: d.polls.hint(res.PollIntervalMs)}
 	} else if snap, err = d.Status(ctx, ref); err != nil {
 		// A seed in another status has none of its payload: read it.
 		return task.Submission{}, err
 	}
 	snap.DriverData = nil
-	return task.Submission{RemoteTaskID: res.TaskID, Snapshot: snap, DriverData: data}, nil
+	return task.Submission{RemoteTaskID: res.TaskID, State: snap, DriverData: data}, nil
 }
 
 // Status reads the task with tasks/get and maps the DetailedTask.
-func (d *ExtensionDriver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *ExtensionDriver) Status(ctx context.Context, ref task.Reference) (task.State, error) {
 	s, err := d.status(ctx, ref)
 	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
 }
 
-func (d *ExtensionDriver) status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *ExtensionDriver) status(ctx context.Context, ref task.Reference) (task.State, error) {
 	if strings.HasPrefix(ref.RemoteTaskID, InlinePrefix) {
-		return task.Snapshot{}, task.NewProtocolError("An MCP tool answered inline has no remote task to read")
+		return task.State{}, task.NewProtocolError("An MCP tool answered inline has no remote task to read")
 	}
 	rt, err := d.get(ctx, ref)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	return d.snapshot(ref, rt)
 }
@@ -171,26 +171,26 @@ func (d *ExtensionDriver) status(ctx context.Context, ref task.Reference) (task.
 // again: it reports the state the task ends in, or a retryable error while
 // the server has not ended it yet (the service then asks again). A server
 // that does not know the task (-32602) is read to say so.
-func (d *ExtensionDriver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *ExtensionDriver) Cancel(ctx context.Context, ref task.Reference) (task.State, error) {
 	s, err := d.cancel(ctx, ref)
 	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
 }
 
-func (d *ExtensionDriver) cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *ExtensionDriver) cancel(ctx context.Context, ref task.Reference) (task.State, error) {
 	if strings.HasPrefix(ref.RemoteTaskID, InlinePrefix) {
-		return task.Snapshot{}, task.NewProtocolError("An MCP tool answered inline has no remote task to cancel")
+		return task.State{}, task.NewProtocolError("An MCP tool answered inline has no remote task to cancel")
 	}
 	_, err := d.caller.Call(ctx, d.taskCall(ref, MethodCancel, nil))
 	var rpc *RPCError
 	if err != nil && !(errors.As(err, &rpc) && rpc.Code == CodeInvalidParams) {
-		return task.Snapshot{}, classify(MethodCancel, err)
+		return task.State{}, classify(MethodCancel, err)
 	}
 	s, err := d.status(ctx, ref)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	if !s.Status.IsTerminal() {
-		return task.Snapshot{}, fmt.Errorf("MCP task is still %s after tasks/cancel (cancellation is cooperative)", s.Status)
+		return task.State{}, fmt.Errorf("MCP task is still %s after tasks/cancel (cancellation is cooperative)", s.Status)
 	}
 	return s, nil
 }
@@ -202,17 +202,17 @@ func (d *ExtensionDriver) cancel(ctx context.Context, ref task.Reference) (task.
 // the task's driver data already records as delivered is not sent again.
 // The snapshot is the task read afterwards, its driver data recording the
 // answered key.
-func (d *ExtensionDriver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
+func (d *ExtensionDriver) Answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.State, error) {
 	s, err := d.answer(ctx, ref, question, a)
 	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
 }
 
-func (d *ExtensionDriver) answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.Snapshot, error) {
+func (d *ExtensionDriver) answer(ctx context.Context, ref task.Reference, question json.RawMessage, a task.Answer) (task.State, error) {
 	var q struct {
 		Key string `json:"input_request_id"`
 	}
 	if json.Unmarshal(question, &q) != nil || q.Key == "" {
-		return task.Snapshot{}, ErrUnanswerable
+		return task.State{}, ErrUnanswerable
 	}
 	resp := map[string]any{"action": a.Action}
 	switch a.Action {
@@ -222,7 +222,7 @@ func (d *ExtensionDriver) answer(ctx context.Context, ref task.Reference, questi
 		}
 	case "decline", "cancel":
 	default:
-		return task.Snapshot{}, fmt.Errorf("an MCP task answer's action must be accept, decline or cancel, not %q", task.Truncate(a.Action, 32))
+		return task.State{}, fmt.Errorf("an MCP task answer's action must be accept, decline or cancel, not %q", task.Truncate(a.Action, 32))
 	}
 	data := maps.Clone(ref.DriverData)
 	if data == nil {
@@ -231,17 +231,17 @@ func (d *ExtensionDriver) answer(ctx context.Context, ref task.Reference, questi
 	key := AnsweredPrefix + q.Key
 	if prev, done := data[key]; !done || prev != a.ID {
 		if done {
-			return task.Snapshot{}, fmt.Errorf("%w: its input request %q was answered already", ErrUnanswerable, task.Truncate(q.Key, 64))
+			return task.State{}, fmt.Errorf("%w: its input request %q was answered already", ErrUnanswerable, task.Truncate(q.Key, 64))
 		}
 		if _, err := d.caller.Call(ctx, d.taskCall(ref, MethodUpdate, map[string]any{"inputResponses": map[string]any{q.Key: resp}})); err != nil {
-			return task.Snapshot{}, classify(MethodUpdate, err)
+			return task.State{}, classify(MethodUpdate, err)
 		}
 		data[key] = a.ID
 	}
 	ref.DriverData = data
 	s, err := d.status(ctx, ref)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	s.DriverData = data
 	return s, nil
@@ -290,25 +290,25 @@ func classify(method string, err error) error {
 // inlined result, an isError one included (the extension keeps failed for
 // JSON-RPC errors); failed the inlined error; input_required the first
 // outstanding elicitation not answered yet.
-func (d *ExtensionDriver) snapshot(ref task.Reference, rt extTask) (task.Snapshot, error) {
+func (d *ExtensionDriver) snapshot(ref task.Reference, rt extTask) (task.State, error) {
 	poll := d.polls.hint(rt.PollIntervalMs)
 	tool := ref.DriverData[ToolKey]
 	switch rt.Status {
 	case "working":
-		return task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: poll}, nil
+		return task.State{Status: task.StatusWorking, PollAfterSeconds: poll}, nil
 	case "input_required":
 		q, ok := question(rt, ref.DriverData)
 		if !ok {
 			// Every request listed is one already answered: the server has
 			// not applied the update yet.
-			return task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: poll}, nil
+			return task.State{Status: task.StatusWorking, PollAfterSeconds: poll}, nil
 		}
-		return task.Snapshot{Status: task.StatusInputRequired, InputRequired: q, PollAfterSeconds: poll}, nil
+		return task.State{Status: task.StatusInputRequired, InputRequired: q, PollAfterSeconds: poll}, nil
 	case "completed":
 		if len(rt.Result) == 0 || string(rt.Result) == "null" {
-			return task.Snapshot{}, task.NewProtocolError("MCP task is completed without its result")
+			return task.State{}, task.NewProtocolError("MCP task is completed without its result")
 		}
-		return task.Snapshot{Status: task.StatusCompleted, Result: withoutResultType(rt.Result)}, nil
+		return task.State{Status: task.StatusCompleted, Result: withoutResultType(rt.Result)}, nil
 	case "failed":
 		msg := rt.StatusMessage
 		if rt.Error != nil && rt.Error.Message != "" {
@@ -317,11 +317,11 @@ func (d *ExtensionDriver) snapshot(ref task.Reference, rt extTask) (task.Snapsho
 		if msg == "" {
 			msg = "no error given"
 		}
-		return task.Snapshot{Status: task.StatusFailed, Error: fmt.Sprintf("MCP tool '%s' failed: %s", tool, msg)}, nil
+		return task.State{Status: task.StatusFailed, Error: fmt.Sprintf("MCP tool '%s' failed: %s", tool, msg)}, nil
 	case "cancelled":
-		return task.Snapshot{Status: task.StatusCancelled, Error: rt.StatusMessage}, nil
+		return task.State{Status: task.StatusCancelled, Error: rt.StatusMessage}, nil
 	}
-	return task.Snapshot{}, task.Protocolf("MCP task has an unknown status %q", task.Truncate(rt.Status, 64))
+	return task.State{}, task.Protocolf("MCP task has an unknown status %q", task.Truncate(rt.Status, 64))
 }
 
 // question is the input_required payload of rt: the first (by key)

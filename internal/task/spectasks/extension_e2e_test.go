@@ -68,7 +68,7 @@ func reference(t *testing.T, row taskstore.Task) task.Reference {
 // server answers it inline).
 func jobStats(t *testing.T, cache *toolcache.Cache) map[string]float64 {
 	t.Helper()
-	snap, err := cache.Snapshot(context.Background())
+	snap, err := cache.ToolSet(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestJobExpiresWithItsTTL(t *testing.T) {
 func TestExtensionOptOut(t *testing.T) {
 	server := fmt.Sprintf(`{"command": %q, "spec_tasks": "off"}`, testmcp.BuildTasks2026(t))
 	rt := testtask.New(t, jobsDoc(server), testtask.FastConfig())
-	snap, err := rt.Cache.Snapshot(context.Background())
+	snap, err := rt.Cache.ToolSet(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

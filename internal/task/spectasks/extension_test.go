@@ -115,8 +115,8 @@ func TestExtensionSubmit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sub.RemoteTaskID != tt.remote || sub.Snapshot.Status != tt.want || string(sub.Snapshot.Result) != tt.result || sub.DriverData[spectasks.ToolKey] != "research" {
-				t.Errorf("submission %+v (result %s), want %s %s", sub, sub.Snapshot.Result, tt.remote, tt.want)
+			if sub.RemoteTaskID != tt.remote || sub.State.Status != tt.want || string(sub.State.Result) != tt.result || sub.DriverData[spectasks.ToolKey] != "research" {
+				t.Errorf("submission %+v (result %s), want %s %s", sub, sub.State.Result, tt.remote, tt.want)
 			}
 		})
 	}
@@ -129,15 +129,15 @@ func TestExtensionCancel(t *testing.T) {
 	tests := []struct {
 		name      string
 		answers   map[string]answer
-		want      task.Snapshot
+		want      task.State
 		permanent bool
 		retryable bool
 	}{
 		{name: "acknowledged and cancelled", answers: map[string]answer{"tasks/cancel": {result: `{"resultType":"complete"}`}, "tasks/get": {result: cancelled}},
-			want: task.Snapshot{Status: task.StatusCancelled, Error: "Cancelled by request"}},
+			want: task.State{Status: task.StatusCancelled, Error: "Cancelled by request"}},
 		{name: "acknowledged, it completed first", answers: map[string]answer{"tasks/cancel": {result: `{}`},
 			"tasks/get": {result: `{"taskId":"r1","status":"completed","result":{"content":[]}}`}},
-			want: task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`{"content":[]}`)}},
+			want: task.State{Status: task.StatusCompleted, Result: json.RawMessage(`{"content":[]}`)}},
 		{name: "acknowledged, still working", answers: map[string]answer{"tasks/cancel": {result: `{}`}, "tasks/get": {result: `{"taskId":"r1","status":"working"}`}},
 			retryable: true},
 		{name: "unknown task", answers: map[string]answer{"tasks/cancel": {err: &spectasks.RPCError{Code: -32602, Message: "Task not found"}},
@@ -150,7 +150,7 @@ func TestExtensionCancel(t *testing.T) {
 			got, err := spectasks.NewExtension(s, spectasks.Options{}).Cancel(context.Background(), ref())
 			checkErr(t, err, tt.permanent, tt.retryable, "")
 			if err == nil {
-				checkSnapshot(t, got, tt.want)
+				checkState(t, got, tt.want)
 			}
 		})
 	}

@@ -254,22 +254,22 @@ func (d *Driver) Submit(ctx context.Context, req task.SubmitRequest) (task.Submi
 	if reply.Session != "" {
 		data[SessionKey] = reply.Session
 	}
-	return task.Submission{RemoteTaskID: created.Task.TaskID, Snapshot: snap, DriverData: data}, nil
+	return task.Submission{RemoteTaskID: created.Task.TaskID, State: snap, DriverData: data}, nil
 }
 
 // Status polls the task with tasks/get and, once it is completed or
 // failed, takes its outcome with tasks/result. The remote task id is cut
 // from the error texts (agents know only the local id), as in every
 // driver.
-func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) Status(ctx context.Context, ref task.Reference) (task.State, error) {
 	s, err := d.status(ctx, ref)
 	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
 }
 
-func (d *Driver) status(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) status(ctx context.Context, ref task.Reference) (task.State, error) {
 	rt, err := d.taskRequest(ctx, ref, MethodGet)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	s, err := d.snapshot(ctx, ref, rt)
 	if err == nil && rt.Status != "input_required" && ref.DriverData[HeldRequestKey] != "" {
@@ -282,27 +282,27 @@ func (d *Driver) status(ctx context.Context, ref task.Reference) (task.Snapshot,
 // was already terminal (the server refuses with -32602) is reported as it
 // ended; a server that still reports it running after the request makes a
 // retryable error.
-func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) Cancel(ctx context.Context, ref task.Reference) (task.State, error) {
 	s, err := d.cancel(ctx, ref)
 	return task.ScrubRemoteID(s, err, ref.RemoteTaskID)
 }
 
-func (d *Driver) cancel(ctx context.Context, ref task.Reference) (task.Snapshot, error) {
+func (d *Driver) cancel(ctx context.Context, ref task.Reference) (task.State, error) {
 	rt, err := d.taskRequest(ctx, ref, MethodCancel)
 	var rpc *RPCError
 	if errors.As(err, &rpc) && rpc.Code == CodeInvalidParams {
 		if rt, err = d.taskRequest(ctx, ref, MethodGet); err != nil {
-			return task.Snapshot{}, err
+			return task.State{}, err
 		}
 	} else if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	s, err := d.snapshot(ctx, ref, rt)
 	if err != nil {
-		return task.Snapshot{}, err
+		return task.State{}, err
 	}
 	if !s.Status.IsTerminal() {
-		return task.Snapshot{}, fmt.Errorf("MCP task is still %s after tasks/cancel", s.Status)
+		return task.State{}, fmt.Errorf("MCP task is still %s after tasks/cancel", s.Status)
 	}
 	return s, nil
 }
@@ -354,22 +354,22 @@ func (d *Driver) send(ctx context.Context, ref task.Reference, method string) (j
 // snapshot maps a Task to the normalised model. Completed and failed tasks
 // take their outcome from tasks/result: the tool's result, its isError
 // text, or the JSON-RPC error the call ended with.
-func (d *Driver) snapshot(ctx context.Context, ref task.Reference, rt remoteTask) (task.Snapshot, error) {
+func (d *Driver) snapshot(ctx context.Context, ref task.Reference, rt remoteTask) (task.State, error) {
 	switch rt.Status {
 	case "working":
-		return task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: d.polls.hint(rt.PollInterval)}, nil
+		return task.State{Status: task.StatusWorking, PollAfterSeconds: d.polls.hint(rt.PollInterval)}, nil
 	case "input_required":
 		return d.inputRequired(ctx, ref, rt)
 	case "cancelled":
-		return task.Snapshot{Status: task.StatusCancelled, Error: rt.StatusMessage}, nil
+		return task.State{Status: task.StatusCancelled, Error: rt.StatusMessage}, nil
 	case "completed", "failed":
 		return d.outcome(ctx, ref, rt)
 	}
-	return task.Snapshot{}, task.Protocolf("MCP task has an unknown status %q", task.Truncate(rt.Status, 64))
+	return task.State{}, task.Protocolf("MCP task has an unknown status %q", task.Truncate(rt.Status, 64))
 }
 
 // outcome takes a terminal task's result with tasks/result.
-func (d *Driver) outcome(ctx context.Context, ref task.Reference, rt remoteTask) (task.Snapshot, error) {
+func (d *Driver) outcome(ctx context.Context, ref task.Reference, rt remoteTask) (task.State, error) {
 	params, _ := json.Marshal(map[string]string{"taskId": ref.RemoteTaskID})
 	reply, err := d.caller.Call(ctx, Call{
 		Server: ref.ServerName, UserID: ref.UserID, ThreadID: ref.ThreadID,
@@ -379,18 +379,18 @@ func (d *Driver) outcome(ctx context.Context, ref task.Reference, rt remoteTask)
 	var rpc *RPCError
 	switch {
 	case errors.Is(err, ErrSessionGone):
-		return task.Snapshot{}, task.Protocolf("Remote MCP task result was lost: %w", err)
+		return task.State{}, task.Protocolf("Remote MCP task result was lost: %w", err)
 	case errors.As(err, &rpc) && rpc.Code != CodeInternal:
 		// The original request's own JSON-RPC error.
-		return task.Snapshot{Status: task.StatusFailed, Error: fmt.Sprintf("MCP tool '%s' failed: %s", tool, rpc.Message)}, nil
+		return task.State{Status: task.StatusFailed, Error: fmt.Sprintf("MCP tool '%s' failed: %s", tool, rpc.Message)}, nil
 	case err != nil:
-		return task.Snapshot{}, fmt.Errorf("MCP %s failed: %w", MethodResult, err)
+		return task.State{}, fmt.Errorf("MCP %s failed: %w", MethodResult, err)
 	}
 	var res struct {
 		IsError bool `json:"isError"`
 	}
 	if err := json.Unmarshal(reply.Result, &res); err != nil {
-		return task.Snapshot{}, task.Protocolf("MCP %s returned a malformed result: %w", MethodResult, err)
+		return task.State{}, task.Protocolf("MCP %s returned a malformed result: %w", MethodResult, err)
 	}
 	if res.IsError || rt.Status == "failed" {
 		msg := fmt.Sprintf("MCP tool '%s' returned an error", tool)
@@ -399,9 +399,9 @@ func (d *Driver) outcome(ctx context.Context, ref task.Reference, rt remoteTask)
 		} else if rt.StatusMessage != "" {
 			msg += ": " + rt.StatusMessage
 		}
-		return task.Snapshot{Status: task.StatusFailed, Error: msg}, nil
+		return task.State{Status: task.StatusFailed, Error: msg}, nil
 	}
-	return task.Snapshot{Status: task.StatusCompleted, Result: withoutRelatedTask(reply.Result)}, nil
+	return task.State{Status: task.StatusCompleted, Result: withoutRelatedTask(reply.Result)}, nil
 }
 
 // hint is the server's poll interval (milliseconds) in seconds, bounded;

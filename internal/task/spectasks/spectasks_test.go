@@ -168,38 +168,38 @@ func TestStatusMapping(t *testing.T) {
 	tests := []struct {
 		name      string
 		remote    remote
-		want      task.Snapshot
-		want2026  *task.Snapshot // the 2026-07-28 mapping, where it differs
-		only      string         // the one dialect the case exists in
-		permanent bool           // a *task.ProtocolError (the task fails for good)
-		retryable bool           // any other error
-		errHas    string         // in the error's text
+		want      task.State
+		want2026  *task.State // the 2026-07-28 mapping, where it differs
+		only      string      // the one dialect the case exists in
+		permanent bool        // a *task.ProtocolError (the task fails for good)
+		retryable bool        // any other error
+		errHas    string      // in the error's text
 	}{
 		{name: "working with a poll hint", remote: remote{status: "working", msg: "Gathering sources...", poll: 2500},
-			want: task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(2.5)}},
+			want: task.State{Status: task.StatusWorking, PollAfterSeconds: seconds(2.5)}},
 		{name: "working, a hint below the floor", remote: remote{status: "working", poll: 10},
-			want: task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(1)}},
+			want: task.State{Status: task.StatusWorking, PollAfterSeconds: seconds(1)}},
 		{name: "working, a hint above the ceiling", remote: remote{status: "working", poll: 86400000},
-			want: task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: seconds(300)}},
+			want: task.State{Status: task.StatusWorking, PollAfterSeconds: seconds(300)}},
 		{name: "working without a hint", remote: remote{status: "working"},
-			want: task.Snapshot{Status: task.StatusWorking}},
+			want: task.State{Status: task.StatusWorking}},
 		{name: "input_required without an elicitation carries the status message", only: "2025-11-25", remote: remote{status: "input_required", msg: "Which python?", poll: 1000},
-			want: task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"message":"Which python? (the server sent no question Antler can pass on: an answer cannot be given yet)"}`), PollAfterSeconds: seconds(1)}},
+			want: task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"message":"Which python? (the server sent no question Antler can pass on: an answer cannot be given yet)"}`), PollAfterSeconds: seconds(1)}},
 		{name: "completed takes the result, without protocol fields", remote: remote{status: "completed", result: report},
-			want: task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(report)}},
+			want: task.State{Status: task.StatusCompleted, Result: json.RawMessage(report)}},
 		{name: "completed with an isError result", remote: remote{status: "completed", result: quota},
-			want:     task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: quota exceeded"},
-			want2026: &task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(quota)}},
+			want:     task.State{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: quota exceeded"},
+			want2026: &task.State{Status: task.StatusCompleted, Result: json.RawMessage(quota)}},
 		{name: "failed with the tool's error text", only: "2025-11-25",
 			remote: remote{status: "failed", msg: "boom", result: `{"content":[{"type":"text","text":"disk full"}],"isError":true}`},
-			want:   task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: disk full"}},
+			want:   task.State{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: disk full"}},
 		{name: "failed, no text: the status message", only: "2025-11-25",
 			remote: remote{status: "failed", msg: "worker crashed", result: `{"content":[],"isError":true}`},
-			want:   task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: worker crashed"}},
+			want:   task.State{Status: task.StatusFailed, Error: "MCP tool 'research' returned an error: worker crashed"}},
 		{name: "failed with the call's JSON-RPC error", remote: remote{status: "failed", callErr: &spectasks.RPCError{Code: -32602, Message: "topic is required"}},
-			want: task.Snapshot{Status: task.StatusFailed, Error: "MCP tool 'research' failed: topic is required"}},
+			want: task.State{Status: task.StatusFailed, Error: "MCP tool 'research' failed: topic is required"}},
 		{name: "cancelled", remote: remote{status: "cancelled", msg: "Cancelled by request"},
-			want: task.Snapshot{Status: task.StatusCancelled, Error: "Cancelled by request"}},
+			want: task.State{Status: task.StatusCancelled, Error: "Cancelled by request"}},
 		{name: "completed without its result", only: "2026-07-28", remote: remote{status: "completed"},
 			permanent: true, errHas: "without its result"},
 		{name: "unknown task (-32602) fails for good", remote: remote{getErr: &spectasks.RPCError{Code: -32602, Message: "Task not found"}},
@@ -207,7 +207,7 @@ func TestStatusMapping(t *testing.T) {
 		{name: "the remote id is cut from errors", remote: remote{getErr: &spectasks.RPCError{Code: -32602, Message: "Task r1 not found"}},
 			permanent: true, errHas: "Task [remote task id] not found"},
 		{name: "and from a task's error", remote: remote{status: "cancelled", msg: "r1 was cancelled"},
-			want: task.Snapshot{Status: task.StatusCancelled, Error: "[remote task id] was cancelled"}},
+			want: task.State{Status: task.StatusCancelled, Error: "[remote task id] was cancelled"}},
 		{name: "an internal error (-32603) is retried", remote: remote{getErr: &spectasks.RPCError{Code: -32603, Message: "db down"}},
 			retryable: true, errHas: "db down"},
 		{name: "a transport failure is retried", remote: remote{getErr: errors.New("connection refused")},
@@ -241,7 +241,7 @@ func TestStatusMapping(t *testing.T) {
 					want = *tt.want2026
 				}
 				if err == nil {
-					checkSnapshot(t, got, want)
+					checkState(t, got, want)
 				}
 				if w := dl.methods(tt.remote); err == nil && strings.Join(s.methods(), ",") != strings.Join(w, ",") {
 					t.Errorf("methods = %v, want %v", s.methods(), w)
@@ -262,17 +262,17 @@ func TestCancelMapping(t *testing.T) {
 	tests := []struct {
 		name      string
 		answers   map[string]answer
-		want      task.Snapshot
+		want      task.State
 		retryable bool
 		methods   []string
 	}{
 		{name: "cancelled",
 			answers: map[string]answer{"tasks/cancel": {result: getTask("cancelled", "Cancelled by request", nil)}},
-			want:    task.Snapshot{Status: task.StatusCancelled, Error: "Cancelled by request"}, methods: []string{"tasks/cancel"}},
+			want:    task.State{Status: task.StatusCancelled, Error: "Cancelled by request"}, methods: []string{"tasks/cancel"}},
 		{name: "already completed",
 			answers: map[string]answer{"tasks/cancel": {err: &spectasks.RPCError{Code: -32602, Message: "task is terminal"}},
 				"tasks/get": {result: getTask("completed", "", nil)}, "tasks/result": {result: `{"content":[{"type":"text","text":"done"}]}`}},
-			want:    task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`)},
+			want:    task.State{Status: task.StatusCompleted, Result: json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`)},
 			methods: []string{"tasks/cancel", "tasks/get", "tasks/result"}},
 		{name: "still working after the request",
 			answers:   map[string]answer{"tasks/cancel": {result: getTask("working", "", nil)}},
@@ -287,7 +287,7 @@ func TestCancelMapping(t *testing.T) {
 			got, err := spectasks.New(s, spectasks.Options{}).Cancel(context.Background(), ref())
 			checkErr(t, err, false, tt.retryable, "")
 			if err == nil {
-				checkSnapshot(t, got, tt.want)
+				checkState(t, got, tt.want)
 			}
 			if tt.methods != nil && strings.Join(s.methods(), ",") != strings.Join(tt.methods, ",") {
 				t.Errorf("methods = %v, want %v", s.methods(), tt.methods)
@@ -340,7 +340,7 @@ func TestSubmit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sub.RemoteTaskID != "r1" || sub.Snapshot.Status != task.StatusWorking || sub.DriverData[spectasks.SessionKey] != tt.session {
+			if sub.RemoteTaskID != "r1" || sub.State.Status != task.StatusWorking || sub.DriverData[spectasks.SessionKey] != tt.session {
 				t.Errorf("submission %+v, want r1 working on session %q", sub, tt.session)
 			}
 		})
@@ -362,7 +362,7 @@ func checkErr(t *testing.T, err error, permanent, retryable bool, has string) {
 	}
 }
 
-func checkSnapshot(t *testing.T, got, want task.Snapshot) {
+func checkState(t *testing.T, got, want task.State) {
 	t.Helper()
 	if got.Status != want.Status || got.Error != want.Error || string(got.Result) != string(want.Result) || string(got.InputRequired) != string(want.InputRequired) {
 		t.Errorf("snapshot = %+v (result %s, input %s), want %+v (result %s, input %s)", got, got.Result, got.InputRequired, want, want.Result, want.InputRequired)

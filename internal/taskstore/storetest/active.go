@@ -17,8 +17,8 @@ func testHasActive(t *testing.T, s *taskstore.Store) {
 		t.Fatalf("empty store: %v, %v; want false", ok, err)
 	}
 	create(t, s, newTask("running"), at(0))
-	create(t, s, newTask("done", func(nt *taskstore.NewTask) { nt.ThreadID, nt.Snapshot = "thread-done", status("completed") }), at(0))
-	create(t, s, newTask("asking", func(nt *taskstore.NewTask) { nt.ThreadID, nt.Snapshot = "thread-asking", status("input_required") }), at(0))
+	create(t, s, newTask("done", func(nt *taskstore.NewTask) { nt.ThreadID, nt.State = "thread-done", status("completed") }), at(0))
+	create(t, s, newTask("asking", func(nt *taskstore.NewTask) { nt.ThreadID, nt.State = "thread-asking", status("input_required") }), at(0))
 	create(t, s, newTask("cancelling", func(nt *taskstore.NewTask) { nt.ThreadID = "thread-cancelling" }), at(0))
 	if _, err := s.RequestCancel(ctx, "cancelling", task.Scope{User: user, Thread: "thread-cancelling"}, at(time.Second)); err != nil {
 		t.Fatal(err)

@@ -12,14 +12,14 @@ import (
 )
 
 // question is an input_required snapshot.
-func question() taskstore.Snapshot {
-	return taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{"question":"Which audience?"}`)}
+func question() taskstore.State {
+	return taskstore.State{Status: "input_required", InputRequired: json.RawMessage(`{"question":"Which audience?"}`)}
 }
 
 // asking creates task id waiting for input, due at at(0).
 func asking(t *testing.T, s *taskstore.Store, id string) taskstore.Task {
 	t.Helper()
-	return create(t, s, newTask(id, func(nt *taskstore.NewTask) { nt.Snapshot = question() }), at(0))
+	return create(t, s, newTask(id, func(nt *taskstore.NewTask) { nt.State = question() }), at(0))
 }
 
 const answerJSON = `{"action":"accept","content":{"audience":"board"}}`
@@ -94,7 +94,7 @@ func testAnswerDelivery(t *testing.T, s *taskstore.Store) {
 	if apply(t, s, "ask", "owner-b", c.LeaseToken, status("completed"), time.Time{}, at(time.Minute+time.Second)) {
 		t.Error("a poll write settled a pending answer")
 	}
-	done := taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"for the board"`)}
+	done := taskstore.State{Status: "completed", Result: json.RawMessage(`"for the board"`)}
 	if ok, err := s.ApplyAnswer(ctx, taskstore.Lease{ID: "ask", Owner: "owner-b", Token: c.LeaseToken}, "answer-0", done, nil, time.Time{}, at(time.Minute+time.Second)); err != nil || ok {
 		t.Errorf("ApplyAnswer with another answer id = %v, %v; want fenced", ok, err)
 	}
@@ -145,8 +145,8 @@ func testCancelAbandonsAnswer(t *testing.T, s *taskstore.Store) {
 	if len(cc) != 1 {
 		t.Fatalf("cancel claims: %v", ids(cc))
 	}
-	if ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "ask", Owner: "owner-a", Token: cc[0].LeaseToken}, status("cancelled"), at(4*time.Second)); err != nil || !ok {
-		t.Fatalf("ApplyCancelSnapshot = %v, %v", ok, err)
+	if ok, err := s.ApplyCancelState(ctx, taskstore.Lease{ID: "ask", Owner: "owner-a", Token: cc[0].LeaseToken}, status("cancelled"), at(4*time.Second)); err != nil || !ok {
+		t.Fatalf("ApplyCancelState = %v, %v", ok, err)
 	}
 	if got := get(t, s, "ask"); got.AnswerStatus != taskstore.AnswerAbandoned || got.Answer != nil {
 		t.Errorf("after the cancel: answer %s %s", got.AnswerStatus, got.Answer)

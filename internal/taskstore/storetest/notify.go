@@ -38,7 +38,7 @@ func claimNotifyOne(t *testing.T, s *taskstore.Store, now time.Time, owner, id s
 func completedTask(t *testing.T, s *taskstore.Store, id string) {
 	t.Helper()
 	create(t, s, newTask(id, func(nt *taskstore.NewTask) {
-		nt.Snapshot = taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"ok"`)}
+		nt.State = taskstore.State{Status: "completed", Result: json.RawMessage(`"ok"`)}
 	}), at(0))
 }
 
@@ -54,7 +54,7 @@ func check(t *testing.T, what string, ok bool, err error, want bool) {
 }
 
 // pollTo moves a pollable task to snap through a claim and an applied poll.
-func pollTo(t *testing.T, s *taskstore.Store, id string, now time.Time, snap taskstore.Snapshot, next time.Time) {
+func pollTo(t *testing.T, s *taskstore.Store, id string, now time.Time, snap taskstore.State, next time.Time) {
 	t.Helper()
 	claimed := claimOne(t, s, now, "poller", id)
 	if !apply(t, s, id, "poller", claimed.LeaseToken, snap, next, now) {
@@ -116,12 +116,12 @@ func testNotifyDelivered(t *testing.T, s *taskstore.Store) {
 // A newer event recorded during a delivery is delivered afterwards.
 func testNotifyNewerEventDuringDelivery(t *testing.T, s *taskstore.Store) {
 	create(t, s, newTask("task-1"), at(0))
-	pollTo(t, s, "task-1", at(0), taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{"q":"which?"}`)}, at(time.Minute))
+	pollTo(t, s, "task-1", at(0), taskstore.State{Status: "input_required", InputRequired: json.RawMessage(`{"q":"which?"}`)}, at(time.Minute))
 	c := claimNotifyOne(t, s, at(time.Minute-time.Second), "owner-a", "task-1")
 	l := c.NotifyLease()
 	ok, err := s.MarkDispatched(context.Background(), l, at(time.Minute-time.Second))
 	check(t, "MarkDispatched", ok, err, true)
-	pollTo(t, s, "task-1", at(time.Minute), taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`1`)}, time.Time{})
+	pollTo(t, s, "task-1", at(time.Minute), taskstore.State{Status: "completed", Result: json.RawMessage(`1`)}, time.Time{})
 	if got := get(t, s, "task-1"); got.EventVersion != 2 || got.NotificationStatus != taskstore.NotifyDispatched {
 		t.Fatalf("the newer event disturbed the delivery: version %d, status %q", got.EventVersion, got.NotificationStatus)
 	}
@@ -226,7 +226,7 @@ func testNotifyDeadLetter(t *testing.T, s *taskstore.Store) {
 
 	// With a newer event recorded meanwhile, the newer one is still owed.
 	create(t, s, newTask("task-2"), at(0))
-	pollTo(t, s, "task-2", at(0), taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{}`)}, at(time.Minute))
+	pollTo(t, s, "task-2", at(0), taskstore.State{Status: "input_required", InputRequired: json.RawMessage(`{}`)}, at(time.Minute))
 	c = claimNotifyOne(t, s, at(time.Minute-time.Second), "owner-a", "task-2")
 	pollTo(t, s, "task-2", at(time.Minute), status("failed"), time.Time{})
 	ok, err = s.DeadLetter(ctx, c.NotifyLease(), "gone", true, at(time.Minute+time.Second))
@@ -274,10 +274,10 @@ func testNotifyFencing(t *testing.T, s *taskstore.Store) {
 func testThreadEvents(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
 	create(t, s, newTask("working"), at(0)) // no event
-	create(t, s, newTask("b", func(nt *taskstore.NewTask) { nt.Snapshot = status("failed") }), at(time.Second))
-	create(t, s, newTask("a", func(nt *taskstore.NewTask) { nt.Snapshot = status("completed") }), at(2*time.Second))
+	create(t, s, newTask("b", func(nt *taskstore.NewTask) { nt.State = status("failed") }), at(time.Second))
+	create(t, s, newTask("a", func(nt *taskstore.NewTask) { nt.State = status("completed") }), at(2*time.Second))
 	create(t, s, newTask("other-thread", func(nt *taskstore.NewTask) {
-		nt.ThreadID, nt.Snapshot = "thread-2", status("completed")
+		nt.ThreadID, nt.State = "thread-2", status("completed")
 	}), at(2*time.Second))
 	evs, err := s.ThreadEvents(ctx, task.Scope{User: user, Thread: thread}, at(0), "", 10)
 	if err != nil {
@@ -294,7 +294,7 @@ func testThreadEvents(t *testing.T, s *taskstore.Store) {
 	}
 	// Paging by position reads rows sharing a millisecond exactly once.
 	for i := range 5 {
-		create(t, s, newTask(fmt.Sprintf("same-%d", i), func(nt *taskstore.NewTask) { nt.Snapshot = status("completed") }), at(time.Minute))
+		create(t, s, newTask(fmt.Sprintf("same-%d", i), func(nt *taskstore.NewTask) { nt.State = status("completed") }), at(time.Minute))
 	}
 	var paged []string
 	pos, id := at(time.Minute), ""

@@ -28,8 +28,8 @@ func testStats(t *testing.T, s *taskstore.Store) {
 		}
 		now = now.Add(time.Hour)
 	}
-	create(t, s, newTask("b", func(nt *taskstore.NewTask) { nt.Snapshot = status("working") }), at(0))
-	create(t, s, newTask("c", func(nt *taskstore.NewTask) { nt.Snapshot = status("completed") }), at(0))
+	create(t, s, newTask("b", func(nt *taskstore.NewTask) { nt.State = status("working") }), at(0))
+	create(t, s, newTask("c", func(nt *taskstore.NewTask) { nt.State = status("completed") }), at(0))
 	asking(t, s, "d")
 	asking(t, s, "e")
 	recordAnswer(t, s, "e", "answer-1", at(time.Second))

@@ -40,16 +40,16 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"ClaimDueOrder", testClaimDueOrder},
 		{"ClaimSkipsLiveLeases", testClaimSkipsLiveLeases},
 		{"ClaimRefusesBadArguments", testClaimRefusesBadArguments},
-		{"ApplySnapshotFencing", testApplySnapshotFencing},
+		{"ApplyStateFencing", testApplyStateFencing},
 		{"NewerTokenFencesSameOwner", testNewerTokenFencesSameOwner},
-		{"ApplySnapshotSchedules", testApplySnapshotSchedules},
+		{"ApplyStateSchedules", testApplyStateSchedules},
 		{"ReleaseClaimCountsErrors", testReleaseClaimCountsErrors},
 		{"CancelFencesInFlightPoll", testCancelFencesInFlightPoll},
 		{"RequestCancelScope", testRequestCancelScope},
 		{"CancelRetry", testCancelRetry},
 		{"ConcurrentClaims", testConcurrentClaims},
 		{"EventOnCreate", testEventOnCreate},
-		{"EventOnSnapshot", testEventOnSnapshot},
+		{"EventOnState", testEventOnState},
 		{"EventOnDegradedTracking", testEventOnDegradedTracking},
 		{"EventNotRecordedWhenFenced", testEventNotRecordedWhenFenced},
 		{"NotifyClaimRebuilds", testNotifyClaimRebuilds},
@@ -105,7 +105,7 @@ func newTask(id string, edits ...func(*taskstore.NewTask)) taskstore.NewTask {
 		DriverName:   "ordinary-tools",
 		RemoteTaskID: "remote-" + id,
 		TaskName:     "Report " + id,
-		Snapshot:     status("submitted"),
+		State:        status("submitted"),
 		NextPollAt:   at(0),
 	}
 	for _, edit := range edits {
@@ -160,11 +160,11 @@ func claimCancel(t *testing.T, s *taskstore.Store, now time.Time, owner string) 
 	return tasks
 }
 
-func apply(t *testing.T, s *taskstore.Store, id, owner, token string, snap taskstore.Snapshot, next, polled time.Time) bool {
+func apply(t *testing.T, s *taskstore.Store, id, owner, token string, snap taskstore.State, next, polled time.Time) bool {
 	t.Helper()
-	ok, err := s.ApplySnapshot(context.Background(), taskstore.Lease{ID: id, Owner: owner, Token: token}, snap, next, polled)
+	ok, err := s.ApplyState(context.Background(), taskstore.Lease{ID: id, Owner: owner, Token: token}, snap, next, polled)
 	if err != nil {
-		t.Fatalf("ApplySnapshot(%s): %v", id, err)
+		t.Fatalf("ApplyState(%s): %v", id, err)
 	}
 	return ok
 }
@@ -188,7 +188,7 @@ func requestCancel(t *testing.T, s *taskstore.Store, id string, now time.Time) t
 }
 
 // status is a snapshot carrying only a status.
-func status(s task.Status) taskstore.Snapshot { return taskstore.Snapshot{Status: s} }
+func status(s task.Status) taskstore.State { return taskstore.State{Status: s} }
 
 func ids(tasks []taskstore.Task) []string {
 	out := []string{}
@@ -212,7 +212,7 @@ func testCreateAndGet(t *testing.T, s *taskstore.Store) {
 		nt.RunID = "run-1"
 		nt.ToolCallID = "call-1"
 		nt.TaskName = "  Quarterly Straße REPORT "
-		nt.Snapshot = taskstore.Snapshot{
+		nt.State = taskstore.State{
 			Status:          "input_required",
 			Result:          json.RawMessage(`{"partial":[1,2]}`),
 			ResultPreview:   "preview",
@@ -229,7 +229,7 @@ func testCreateAndGet(t *testing.T, s *taskstore.Store) {
 		ID: "task-1", UserID: user, ThreadID: thread, RunID: "run-1", ToolCallID: "call-1",
 		ServerName: "reports", DriverName: "ordinary-tools", RemoteTaskID: "remote-task-1",
 		TaskName: nt.TaskName, TaskNameKey: "quarterly strasse report",
-		Snapshot: nt.Snapshot, DriverData: nt.DriverData,
+		State: nt.State, DriverData: nt.DriverData,
 		NotificationStatus: "pending", EventVersion: 1, NextNotificationAt: at(0),
 		EventFingerprint: fingerprint(`{"error":"almost","input_required":{"question":"Which quarter?"},` +
 			`"last_poll_error":null,"result":{"partial":[1,2]},"result_artifact":{"mime_type":"text/csv","uri":"s3://b/k"},` +
@@ -252,7 +252,7 @@ func testCreateAndGet(t *testing.T, s *taskstore.Store) {
 	}
 
 	done := create(t, s, newTask("done", func(nt *taskstore.NewTask) {
-		nt.Snapshot = taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"ok"`)}
+		nt.State = taskstore.State{Status: "completed", Result: json.RawMessage(`"ok"`)}
 	}), at(time.Second))
 	if !done.CompletedAt.Equal(at(time.Second)) || !done.NextPollAt.IsZero() {
 		t.Errorf("terminal task: completed_at %v, next_poll_at %v; want %v and none", done.CompletedAt, done.NextPollAt, at(time.Second))
@@ -441,7 +441,7 @@ func testClaimRefusesBadArguments(t *testing.T, s *taskstore.Store) {
 	}
 }
 
-func testApplySnapshotFencing(t *testing.T, s *taskstore.Store) {
+func testApplyStateFencing(t *testing.T, s *taskstore.Store) {
 	tests := []struct {
 		name   string
 		owner  string
@@ -461,17 +461,17 @@ func testApplySnapshotFencing(t *testing.T, s *taskstore.Store) {
 			id := fmt.Sprintf("task-%d", i)
 			create(t, s, newTask(id), at(0))
 			claimed := claimOne(t, s, at(0), "owner-a", id)
-			snap := taskstore.Snapshot{Status: "working", Result: json.RawMessage(`{"pct":50}`)}
+			snap := taskstore.State{Status: "working", Result: json.RawMessage(`{"pct":50}`)}
 			polled, next := at(tt.polled), at(time.Hour)
 			if got := apply(t, s, id, tt.owner, tt.token(claimed.LeaseToken), snap, next, polled); got != tt.ok {
-				t.Fatalf("ApplySnapshot = %v, want %v", got, tt.ok)
+				t.Fatalf("ApplyState = %v, want %v", got, tt.ok)
 			}
 			if !tt.ok {
 				unchanged(t, s, claimed)
 				return
 			}
 			want := claimed
-			want.Snapshot = snap
+			want.State = snap
 			want.NextPollAt, want.LastPolledAt, want.UpdatedAt = next, polled, polled
 			want.LeaseOwner, want.LeaseExpiresAt, want.LeaseToken = "", time.Time{}, ""
 			unchanged(t, s, want)
@@ -500,7 +500,7 @@ func testNewerTokenFencesSameOwner(t *testing.T, s *taskstore.Store) {
 	}
 }
 
-func testApplySnapshotSchedules(t *testing.T, s *taskstore.Store) {
+func testApplyStateSchedules(t *testing.T, s *taskstore.Store) {
 	create(t, s, newTask("asking"), at(0))
 	create(t, s, newTask("done"), at(0))
 	claimed := claimDue(t, s, at(0), "owner-a", 10)
@@ -510,15 +510,15 @@ func testApplySnapshotSchedules(t *testing.T, s *taskstore.Store) {
 	}
 
 	// input_required stays scheduled, for the slower poll the service chose.
-	asking := taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{"question":"Which?"}`)}
-	if _, err := s.ApplySnapshot(context.Background(), taskstore.Lease{ID: "asking", Owner: "owner-a", Token: tokens["asking"]}, asking, time.Time{}, at(time.Second)); err == nil {
-		t.Error("ApplySnapshot of a pollable status without a next poll time: want an error")
+	asking := taskstore.State{Status: "input_required", InputRequired: json.RawMessage(`{"question":"Which?"}`)}
+	if _, err := s.ApplyState(context.Background(), taskstore.Lease{ID: "asking", Owner: "owner-a", Token: tokens["asking"]}, asking, time.Time{}, at(time.Second)); err == nil {
+		t.Error("ApplyState of a pollable status without a next poll time: want an error")
 	}
 	if !apply(t, s, "asking", "owner-a", tokens["asking"], asking, at(time.Minute), at(time.Second)) {
 		t.Fatal("apply input_required was fenced")
 	}
 	// A terminal result completes the task and ends its polling.
-	result := taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`{"rows":3}`)}
+	result := taskstore.State{Status: "completed", Result: json.RawMessage(`{"rows":3}`)}
 	if !apply(t, s, "done", "owner-a", tokens["done"], result, at(time.Minute), at(time.Second)) {
 		t.Fatal("apply completed was fenced")
 	}
@@ -607,17 +607,17 @@ func testCancelFencesInFlightPoll(t *testing.T, s *taskstore.Store) {
 		t.Errorf("a second canceller claimed the live cancel lease: %v", ids(got))
 	}
 
-	_, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: cancel.LeaseToken}, status("working"), at(6*time.Second))
+	_, err := s.ApplyCancelState(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: cancel.LeaseToken}, status("working"), at(6*time.Second))
 	if !errors.Is(err, taskstore.ErrNotTerminal) {
-		t.Errorf("ApplyCancelSnapshot(working): err = %v, want ErrNotTerminal", err)
+		t.Errorf("ApplyCancelState(working): err = %v, want ErrNotTerminal", err)
 	}
-	ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: cancel.LeaseToken},
-		taskstore.Snapshot{Status: "cancelled", Error: "cancelled by user"}, at(6*time.Second))
+	ok, err := s.ApplyCancelState(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: cancel.LeaseToken},
+		taskstore.State{Status: "cancelled", Error: "cancelled by user"}, at(6*time.Second))
 	if err != nil || !ok {
-		t.Fatalf("ApplyCancelSnapshot(cancelled) = %v, %v", ok, err)
+		t.Fatalf("ApplyCancelState(cancelled) = %v, %v", ok, err)
 	}
 	want := cancel
-	want.Snapshot = taskstore.Snapshot{Status: "cancelled", Error: "cancelled by user"}
+	want.State = taskstore.State{Status: "cancelled", Error: "cancelled by user"}
 	want.NextPollAt, want.NextCancelAt = time.Time{}, time.Time{}
 	want.LeaseOwner, want.LeaseExpiresAt, want.LeaseToken = "", time.Time{}, ""
 	want.CompletedAt, want.UpdatedAt = at(6*time.Second), at(6*time.Second)
@@ -718,13 +718,13 @@ func testCancelRetry(t *testing.T, s *taskstore.Store) {
 		t.Fatalf("third cancel claim = %v, want task-c", ids(late))
 	}
 	expired := late[0].LeaseExpiresAt.Add(time.Millisecond)
-	ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-c", Owner: "canceller", Token: late[0].LeaseToken}, status("cancelled"), expired)
+	ok, err := s.ApplyCancelState(ctx, taskstore.Lease{ID: "task-c", Owner: "canceller", Token: late[0].LeaseToken}, status("cancelled"), expired)
 	if err != nil || ok {
-		t.Errorf("ApplyCancelSnapshot after the lease expired = %v, %v; want false", ok, err)
+		t.Errorf("ApplyCancelState after the lease expired = %v, %v; want false", ok, err)
 	}
-	ok, err = s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-c", Owner: "canceller-2", Token: late[0].LeaseToken}, status("cancelled"), at(21*time.Second))
+	ok, err = s.ApplyCancelState(ctx, taskstore.Lease{ID: "task-c", Owner: "canceller-2", Token: late[0].LeaseToken}, status("cancelled"), at(21*time.Second))
 	if err != nil || ok {
-		t.Errorf("ApplyCancelSnapshot by another owner = %v, %v; want false", ok, err)
+		t.Errorf("ApplyCancelState by another owner = %v, %v; want false", ok, err)
 	}
 }
 
@@ -795,7 +795,7 @@ func wantEvent(t *testing.T, s *taskstore.Store, id string, version int, status 
 
 func testEventOnCreate(t *testing.T, s *taskstore.Store) {
 	create(t, s, newTask("done", func(nt *taskstore.NewTask) {
-		nt.Snapshot = taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`{"b":1, "a":"<&>"}`)}
+		nt.State = taskstore.State{Status: "completed", Result: json.RawMessage(`{"b":1, "a":"<&>"}`)}
 	}), at(time.Second))
 	done := wantEvent(t, s, "done", 1, "pending", at(time.Second))
 	// Keys sorted at every level, compact, no HTML escaping.
@@ -815,20 +815,20 @@ func testEventOnCreate(t *testing.T, s *taskstore.Store) {
 	}
 }
 
-func testEventOnSnapshot(t *testing.T, s *taskstore.Store) {
+func testEventOnState(t *testing.T, s *taskstore.Store) {
 	create(t, s, newTask("task-1"), at(0))
-	poll := func(now time.Time, snap taskstore.Snapshot) {
+	poll := func(now time.Time, snap taskstore.State) {
 		t.Helper()
 		claimed := claimOne(t, s, now, "owner-a", "task-1")
 		if !apply(t, s, "task-1", "owner-a", claimed.LeaseToken, snap, now.Add(time.Minute), now.Add(time.Second)) {
 			t.Fatalf("apply at %v was fenced", now)
 		}
 	}
-	working := func(pct int) taskstore.Snapshot {
-		return taskstore.Snapshot{Status: "working", Result: json.RawMessage(fmt.Sprintf(`{"pct":%d}`, pct))}
+	working := func(pct int) taskstore.State {
+		return taskstore.State{Status: "working", Result: json.RawMessage(fmt.Sprintf(`{"pct":%d}`, pct))}
 	}
-	asking := func(q string) taskstore.Snapshot {
-		return taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{"question":"` + q + `"}`)}
+	asking := func(q string) taskstore.State {
+		return taskstore.State{Status: "input_required", InputRequired: json.RawMessage(`{"question":"` + q + `"}`)}
 	}
 	// working → working with new content is no event.
 	poll(at(0), working(10))
@@ -838,13 +838,13 @@ func testEventOnSnapshot(t *testing.T, s *taskstore.Store) {
 	poll(at(2*time.Minute), asking("Which?"))
 	first := wantEvent(t, s, "task-1", 1, "pending", at(2*time.Minute+time.Second))
 	// The same answer again (spelled differently) records nothing.
-	poll(at(3*time.Minute), taskstore.Snapshot{Status: "input_required", InputRequired: json.RawMessage(`{ "question" : "Which?" }`)})
+	poll(at(3*time.Minute), taskstore.State{Status: "input_required", InputRequired: json.RawMessage(`{ "question" : "Which?" }`)})
 	if got := wantEvent(t, s, "task-1", 1, "pending", at(2*time.Minute+time.Second)); got.EventFingerprint != first.EventFingerprint {
 		t.Errorf("fingerprint changed from %s to %s for the same event", first.EventFingerprint, got.EventFingerprint)
 	}
 	poll(at(4*time.Minute), asking("Which one?"))
 	wantEvent(t, s, "task-1", 2, "pending", at(4*time.Minute+time.Second))
-	poll(at(5*time.Minute), taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"done"`)})
+	poll(at(5*time.Minute), taskstore.State{Status: "completed", Result: json.RawMessage(`"done"`)})
 	wantEvent(t, s, "task-1", 3, "pending", at(5*time.Minute+time.Second))
 }
 
@@ -883,7 +883,7 @@ func testEventNotRecordedWhenFenced(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
 	create(t, s, newTask("task-1"), at(0))
 	claimed := claimOne(t, s, at(0), "owner-a", "task-1")
-	done := taskstore.Snapshot{Status: "completed"}
+	done := taskstore.State{Status: "completed"}
 	if apply(t, s, "task-1", "owner-a", other(claimed.LeaseToken), done, time.Time{}, at(time.Second)) {
 		t.Fatal("a fenced apply went through")
 	}
@@ -896,8 +896,8 @@ func testEventNotRecordedWhenFenced(t *testing.T, s *taskstore.Store) {
 
 	requestCancel(t, s, "task-1", at(time.Second))
 	cancel := claimCancel(t, s, at(time.Second), "canceller")[0]
-	if ok, err := s.ApplyCancelSnapshot(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: other(cancel.LeaseToken)}, status("cancelled"), at(2*time.Second)); err != nil || ok {
-		t.Fatalf("a fenced ApplyCancelSnapshot = %v, %v", ok, err)
+	if ok, err := s.ApplyCancelState(ctx, taskstore.Lease{ID: "task-1", Owner: "canceller", Token: other(cancel.LeaseToken)}, status("cancelled"), at(2*time.Second)); err != nil || ok {
+		t.Fatalf("a fenced ApplyCancelState = %v, %v", ok, err)
 	}
 	unchanged(t, s, cancel)
 }
@@ -923,7 +923,7 @@ func InFlightNotification(t *testing.T, s *taskstore.Store, db *sql.DB) {
 			}
 			before := get(t, s, id)
 			claimed = claimOne(t, s, at(time.Minute), "owner-a", id)
-			snap := taskstore.Snapshot{Status: "completed", Result: json.RawMessage(`"ok"`)}
+			snap := taskstore.State{Status: "completed", Result: json.RawMessage(`"ok"`)}
 			if !apply(t, s, id, "owner-a", claimed.LeaseToken, snap, time.Time{}, at(time.Minute+time.Second)) {
 				t.Fatal("apply was fenced")
 			}
@@ -1041,12 +1041,12 @@ func testListByUser(t *testing.T, s *taskstore.Store) {
 func testUserEvents(t *testing.T, s *taskstore.Store) {
 	ctx := context.Background()
 	create(t, s, newTask("working"), at(0)) // no event
-	create(t, s, newTask("b", func(nt *taskstore.NewTask) { nt.Snapshot = status("failed") }), at(time.Second))
+	create(t, s, newTask("b", func(nt *taskstore.NewTask) { nt.State = status("failed") }), at(time.Second))
 	create(t, s, newTask("a", func(nt *taskstore.NewTask) {
-		nt.ThreadID, nt.Snapshot = "thread-2", status("completed")
+		nt.ThreadID, nt.State = "thread-2", status("completed")
 	}), at(2*time.Second))
 	create(t, s, newTask("other-user", func(nt *taskstore.NewTask) {
-		nt.UserID, nt.Snapshot = "user-2", status("completed")
+		nt.UserID, nt.State = "user-2", status("completed")
 	}), at(2*time.Second))
 	tests := []struct {
 		name  string

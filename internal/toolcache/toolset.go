@@ -103,16 +103,16 @@ type ServerStatus struct {
 	CatalogHeld    []string `json:"catalog_held,omitempty"`
 }
 
-// Snapshot is one published discovery: the tools, the servers' status and the
+// ToolSet is one published discovery: the tools, the servers' status and the
 // live connections behind them. It is immutable once published.
-type Snapshot struct {
+type ToolSet struct {
 	Generation   uint64
 	ConfigPath   string
 	DiscoveredAt time.Time
 	Tools        []Tool
 	Servers      []ServerStatus
 	Warnings     []string
-	// TaskFreeze fingerprints the task-enabled servers this snapshot was
+	// TaskFreeze fingerprints the task-enabled servers this tool set was
 	// built from (see config.TaskFreeze).
 	TaskFreeze config.TaskFreeze
 	// TaskDrivers are the plugin task drivers the enabled servers' task
@@ -136,12 +136,12 @@ type Snapshot struct {
 	tracer      *tracing.Tracer
 }
 
-// Tracer is the tracer of the calls the snapshot routes, for the doors'
+// Tracer is the tracer of the calls the tool set routes, for the doors'
 // spans; nil when tracing is off.
-func (s *Snapshot) Tracer() *tracing.Tracer { return s.tracer }
+func (s *ToolSet) Tracer() *tracing.Tracer { return s.tracer }
 
 // Tool returns the tool exposed as name.
-func (s *Snapshot) Tool(name string) (Tool, bool) {
+func (s *ToolSet) Tool(name string) (Tool, bool) {
 	i, ok := s.byName[name]
 	if !ok {
 		return Tool{}, false
@@ -152,7 +152,7 @@ func (s *Snapshot) Tool(name string) (Tool, bool) {
 // ConnectedServers returns the connected servers' configurations in configuration
 // order: the doors that aggregate more than tools (resources, prompts) list
 // and route through them as the tool list does.
-func (s *Snapshot) ConnectedServers() []*config.Server {
+func (s *ToolSet) ConnectedServers() []*config.Server {
 	var out []*config.Server
 	for _, st := range s.Servers {
 		if ep, ok := s.endpoints[st.Name]; ok {
@@ -163,7 +163,7 @@ func (s *Snapshot) ConnectedServers() []*config.Server {
 }
 
 // ServerStatuses returns the servers' status with their current session counts.
-func (s *Snapshot) ServerStatuses() []ServerStatus {
+func (s *ToolSet) ServerStatuses() []ServerStatus {
 	out := make([]ServerStatus, len(s.Servers))
 	copy(out, s.Servers)
 	if s.pool != nil {
@@ -176,7 +176,7 @@ func (s *Snapshot) ServerStatuses() []ServerStatus {
 }
 
 // Call calls a tool with arguments only (no identity or secrets).
-func (s *Snapshot) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+func (s *ToolSet) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	return s.Invoke(ctx, dispatch.Request{Name: name, Arguments: args})
 }
 
@@ -186,7 +186,7 @@ func (s *Snapshot) Call(ctx context.Context, name string, args json.RawMessage) 
 // submit made inside an agent's request); without it per-request
 // credentials are not applied. An unconnected server is
 // ErrUnknownServer.
-func (s *Snapshot) CallServerTool(ctx context.Context, server, tool string, req dispatch.Request, requestScoped bool) (json.RawMessage, error) {
+func (s *ToolSet) CallServerTool(ctx context.Context, server, tool string, req dispatch.Request, requestScoped bool) (json.RawMessage, error) {
 	ep, ok := s.endpoints[server]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownServer, server)
@@ -203,7 +203,7 @@ func (s *Snapshot) CallServerTool(ctx context.Context, server, tool string, req 
 // CallToolResult; req.Method and req.Params are not read (Send serves other
 // methods). A name no server exposes is ErrUnknownTool; every other
 // failure, denials included, is *dispatch.CallError.
-func (s *Snapshot) Invoke(ctx context.Context, req dispatch.Request) (json.RawMessage, error) {
+func (s *ToolSet) Invoke(ctx context.Context, req dispatch.Request) (json.RawMessage, error) {
 	t, ok := s.Tool(req.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTool, req.Name)
@@ -216,7 +216,7 @@ func (s *Snapshot) Invoke(ctx context.Context, req dispatch.Request) (json.RawMe
 // the built-in credential layers (custom interceptors see tool calls only).
 // A nil op sends req.Method with req.Params. An unconnected server is
 // ErrUnknownServer; every other failure is *dispatch.CallError.
-func (s *Snapshot) Send(ctx context.Context, server string, req dispatch.Request, op dispatch.Op) (json.RawMessage, error) {
+func (s *ToolSet) Send(ctx context.Context, server string, req dispatch.Request, op dispatch.Op) (json.RawMessage, error) {
 	ep, ok := s.endpoints[server]
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownServer, server)
@@ -224,7 +224,7 @@ func (s *Snapshot) Send(ctx context.Context, server string, req dispatch.Request
 	return ep.Send(ctx, s.credentials, req, op)
 }
 
-func (s *Snapshot) close() {
+func (s *ToolSet) close() {
 	var wg sync.WaitGroup
 	for _, ep := range s.endpoints {
 		wg.Go(ep.Close)

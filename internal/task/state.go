@@ -10,10 +10,10 @@ import (
 	"unicode/utf8"
 )
 
-// Snapshot is what a driver reports about a remote task at one moment. A
-// driver may return any Snapshot; Normalize is the one boundary that checks
+// State is what a driver reports about a remote task at one moment. A
+// driver may return any State; Normalize is the one boundary that checks
 // and bounds it before it is stored.
-type Snapshot struct {
+type State struct {
 	Status Status
 	// Result is the task's result as JSON; nil means null.
 	Result json.RawMessage
@@ -41,15 +41,15 @@ type Snapshot struct {
 }
 
 // IsPollable reports whether the service keeps polling this task.
-func (s Snapshot) IsPollable() bool { return s.Status.IsPollable() }
+func (s State) IsPollable() bool { return s.Status.IsPollable() }
 
-// NeedsAttention reports whether the user must be told about this snapshot.
-func (s Snapshot) NeedsAttention() bool { return s.Status.NeedsAttention() }
+// NeedsAttention reports whether the user must be told about this state.
+func (s State) NeedsAttention() bool { return s.Status.NeedsAttention() }
 
-// Validate checks the snapshot's invariants: a known status, a finite
+// Validate checks the state's invariants: a known status, a finite
 // positive poll hint, and an input_required payload (a JSON object) when the
 // status is input_required. Normalize calls it; drivers may too.
-func (s Snapshot) Validate() error {
+func (s State) Validate() error {
 	if _, err := ParseStatus(string(s.Status)); err != nil {
 		return err
 	}
@@ -80,11 +80,11 @@ func (s Snapshot) Validate() error {
 //
 // Every error is a *ProtocolError: the remote's output is unusable and the
 // task must fail permanently. cfg must have passed Validate.
-func Normalize(s Snapshot, cfg Config) (Snapshot, error) {
+func Normalize(s State, cfg Config) (State, error) {
 	if err := s.Validate(); err != nil {
-		return Snapshot{}, &ProtocolError{Err: err}
+		return State{}, &ProtocolError{Err: err}
 	}
-	out := Snapshot{
+	out := State{
 		Status:          s.Status,
 		ResultTruncated: s.ResultTruncated,
 		Error:           Truncate(strings.ToValidUTF8(s.Error, "\uFFFD"), MaxErrorChars),
@@ -96,30 +96,30 @@ func Normalize(s Snapshot, cfg Config) (Snapshot, error) {
 	if s.ResultArtifact != nil {
 		b, err := encodeStrict(s.ResultArtifact)
 		if err != nil {
-			return Snapshot{}, Protocolf("MCP task result_artifact is not valid JSON: %w", err)
+			return State{}, Protocolf("MCP task result_artifact is not valid JSON: %w", err)
 		}
 		if len(b) > MaxResultArtifactBytes {
-			return Snapshot{}, Protocolf("MCP task result_artifact payload exceeds the %d-byte limit", MaxResultArtifactBytes)
+			return State{}, Protocolf("MCP task result_artifact payload exceeds the %d-byte limit", MaxResultArtifactBytes)
 		}
 		out.ResultArtifact = maps.Clone(s.ResultArtifact)
 	}
 	if !isNull(s.InputRequired) {
 		b, err := compactStrict(s.InputRequired)
 		if err != nil {
-			return Snapshot{}, Protocolf("MCP task input_required is not valid JSON: %w", err)
+			return State{}, Protocolf("MCP task input_required is not valid JSON: %w", err)
 		}
 		if len(b) > MaxInputRequiredBytes {
-			return Snapshot{}, Protocolf("MCP task input_required payload exceeds the %d-byte limit", MaxInputRequiredBytes)
+			return State{}, Protocolf("MCP task input_required payload exceeds the %d-byte limit", MaxInputRequiredBytes)
 		}
 		out.InputRequired = b
 	}
 	if s.DriverData != nil {
 		b, err := encodeStrict(s.DriverData)
 		if err != nil {
-			return Snapshot{}, Protocolf("MCP task driver_data is not valid JSON: %w", err)
+			return State{}, Protocolf("MCP task driver_data is not valid JSON: %w", err)
 		}
 		if len(b) > MaxDriverDataBytes {
-			return Snapshot{}, Protocolf("MCP task driver_data exceeds the %d-byte limit", MaxDriverDataBytes)
+			return State{}, Protocolf("MCP task driver_data exceeds the %d-byte limit", MaxDriverDataBytes)
 		}
 		out.DriverData = maps.Clone(s.DriverData)
 	}
@@ -130,7 +130,7 @@ func Normalize(s Snapshot, cfg Config) (Snapshot, error) {
 	if !isNull(s.Result) {
 		b, err := compactStrict(s.Result)
 		if err != nil {
-			return Snapshot{}, Protocolf("MCP task result is not valid JSON: %w", err)
+			return State{}, Protocolf("MCP task result is not valid JSON: %w", err)
 		}
 		if len(b) <= cfg.MaxResultBytes {
 			out.Result = b
@@ -143,10 +143,10 @@ func Normalize(s Snapshot, cfg Config) (Snapshot, error) {
 	return out, nil
 }
 
-// FailedSnapshot is the terminal snapshot the service stores when a task
+// FailedState is the terminal state the service stores when a task
 // fails permanently (a *ProtocolError): status failed and msg, bounded.
-func FailedSnapshot(msg string) Snapshot {
-	return Snapshot{Status: StatusFailed, Error: Truncate(strings.ToValidUTF8(msg, "\uFFFD"), MaxErrorChars)}
+func FailedState(msg string) State {
+	return State{Status: StatusFailed, Error: Truncate(strings.ToValidUTF8(msg, "\uFFFD"), MaxErrorChars)}
 }
 
 // Truncate returns the first maxChars characters (code points) of s,

@@ -12,27 +12,27 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func TestSnapshotValidate(t *testing.T) {
+func TestStateValidate(t *testing.T) {
 	tests := []struct {
 		name string
-		s    task.Snapshot
+		s    task.State
 		want string // "" = valid
 	}{
-		{"working", task.Snapshot{Status: task.StatusWorking}, ""},
-		{"unknown status", task.Snapshot{Status: "running"}, `unknown MCP task status "running": want one of submitted, working, input_required, completed, failed, cancelled`},
-		{"empty status", task.Snapshot{}, `unknown MCP task status "": want one of submitted, working, input_required, completed, failed, cancelled`},
-		{"poll hint kept", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(12.5)}, ""},
-		{"poll hint tiny", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(1e-9)}, ""},
-		{"poll hint NaN", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(math.NaN())}, "poll_after_seconds must be a finite positive number"},
-		{"poll hint +Inf", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(math.Inf(1))}, "poll_after_seconds must be a finite positive number"},
-		{"poll hint -Inf", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(math.Inf(-1))}, "poll_after_seconds must be a finite positive number"},
-		{"poll hint zero", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(0.0)}, "poll_after_seconds must be a finite positive number"},
-		{"poll hint negative", task.Snapshot{Status: task.StatusWorking, PollAfterSeconds: ptr(-1.0)}, "poll_after_seconds must be a finite positive number"},
-		{"input required with payload", task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"question":"Which year?"}`)}, ""},
-		{"input required without payload", task.Snapshot{Status: task.StatusInputRequired}, "input_required status requires an input_required payload"},
-		{"input required with null payload", task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(" null ")}, "input_required status requires an input_required payload"},
-		{"input required payload not an object", task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`["q"]`)}, "input_required must be a JSON object"},
-		{"payload on another status", task.Snapshot{Status: task.StatusWorking, InputRequired: json.RawMessage(`{}`)}, ""},
+		{"working", task.State{Status: task.StatusWorking}, ""},
+		{"unknown status", task.State{Status: "running"}, `unknown MCP task status "running": want one of submitted, working, input_required, completed, failed, cancelled`},
+		{"empty status", task.State{}, `unknown MCP task status "": want one of submitted, working, input_required, completed, failed, cancelled`},
+		{"poll hint kept", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(12.5)}, ""},
+		{"poll hint tiny", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(1e-9)}, ""},
+		{"poll hint NaN", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(math.NaN())}, "poll_after_seconds must be a finite positive number"},
+		{"poll hint +Inf", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(math.Inf(1))}, "poll_after_seconds must be a finite positive number"},
+		{"poll hint -Inf", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(math.Inf(-1))}, "poll_after_seconds must be a finite positive number"},
+		{"poll hint zero", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(0.0)}, "poll_after_seconds must be a finite positive number"},
+		{"poll hint negative", task.State{Status: task.StatusWorking, PollAfterSeconds: ptr(-1.0)}, "poll_after_seconds must be a finite positive number"},
+		{"input required with payload", task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"question":"Which year?"}`)}, ""},
+		{"input required without payload", task.State{Status: task.StatusInputRequired}, "input_required status requires an input_required payload"},
+		{"input required with null payload", task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(" null ")}, "input_required status requires an input_required payload"},
+		{"input required payload not an object", task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`["q"]`)}, "input_required must be a JSON object"},
+		{"payload on another status", task.State{Status: task.StatusWorking, InputRequired: json.RawMessage(`{}`)}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,26 +72,26 @@ func TestNormalizeErrors(t *testing.T) {
 	cfg := task.DefaultConfig()
 	tests := []struct {
 		name string
-		s    task.Snapshot
+		s    task.State
 		want string
 	}{
-		{"artifact one over", task.Snapshot{Status: task.StatusCompleted, ResultArtifact: artifactOfSize(65537)},
+		{"artifact one over", task.State{Status: task.StatusCompleted, ResultArtifact: artifactOfSize(65537)},
 			"MCP task result_artifact payload exceeds the 65536-byte limit"},
-		{"input required one over", task.Snapshot{Status: task.StatusInputRequired, InputRequired: objectOfSize(65537)},
+		{"input required one over", task.State{Status: task.StatusInputRequired, InputRequired: objectOfSize(65537)},
 			"MCP task input_required payload exceeds the 65536-byte limit"},
-		{"input required NaN", task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"x":NaN}`)},
+		{"input required NaN", task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"x":NaN}`)},
 			"MCP task input_required is not valid JSON: invalid character 'N' looking for beginning of value"},
-		{"input required Infinity", task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"x":Infinity}`)},
+		{"input required Infinity", task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"x":Infinity}`)},
 			"MCP task input_required is not valid JSON: invalid character 'I' looking for beginning of value"},
-		{"input required truncated", task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"x":`)},
+		{"input required truncated", task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage(`{"x":`)},
 			"MCP task input_required is not valid JSON: unexpected end of JSON input"},
-		{"input required bad UTF-8", task.Snapshot{Status: task.StatusInputRequired, InputRequired: json.RawMessage("{\"x\":\"\xff\"}")},
+		{"input required bad UTF-8", task.State{Status: task.StatusInputRequired, InputRequired: json.RawMessage("{\"x\":\"\xff\"}")},
 			"MCP task input_required is not valid JSON: invalid UTF-8"},
-		{"result NaN", task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`NaN`)},
+		{"result NaN", task.State{Status: task.StatusCompleted, Result: json.RawMessage(`NaN`)},
 			"MCP task result is not valid JSON: invalid character 'N' looking for beginning of value"},
-		{"result -Infinity", task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`[-Infinity]`)},
+		{"result -Infinity", task.State{Status: task.StatusCompleted, Result: json.RawMessage(`[-Infinity]`)},
 			"MCP task result is not valid JSON: invalid character 'I' in numeric literal"},
-		{"result two values", task.Snapshot{Status: task.StatusCompleted, Result: json.RawMessage(`{} {}`)},
+		{"result two values", task.State{Status: task.StatusCompleted, Result: json.RawMessage(`{} {}`)},
 			"MCP task result is not valid JSON: invalid character '{' after top-level value"},
 	}
 	for _, tt := range tests {
@@ -111,7 +111,7 @@ func TestNormalizeAtLimits(t *testing.T) {
 	cfg := task.DefaultConfig()
 	art := artifactOfSize(65536)
 	in := objectOfSize(65536)
-	got, err := task.Normalize(task.Snapshot{Status: task.StatusInputRequired, ResultArtifact: art, InputRequired: in}, cfg)
+	got, err := task.Normalize(task.State{Status: task.StatusInputRequired, ResultArtifact: art, InputRequired: in}, cfg)
 	if err != nil {
 		t.Fatalf("payloads at the limit refused: %v", err)
 	}
@@ -135,7 +135,7 @@ func TestNormalizeErrorText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := task.Normalize(task.Snapshot{Status: task.StatusFailed, Error: tt.in}, task.DefaultConfig())
+			got, err := task.Normalize(task.State{Status: task.StatusFailed, Error: tt.in}, task.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestNormalizeResult(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := task.Snapshot{Status: task.StatusCompleted, Result: tt.result, ResultPreview: tt.preview, ResultArtifact: artifact}
+			in := task.State{Status: task.StatusCompleted, Result: tt.result, ResultPreview: tt.preview, ResultArtifact: artifact}
 			got, err := task.Normalize(in, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -206,7 +206,7 @@ func TestNormalizeResult(t *testing.T) {
 func TestNormalizeDefaultPreviewLength(t *testing.T) {
 	cfg := task.DefaultConfig()
 	big := json.RawMessage(`"` + strings.Repeat("r", cfg.MaxResultBytes) + `"`)
-	got, err := task.Normalize(task.Snapshot{Status: task.StatusCompleted, Result: big}, cfg)
+	got, err := task.Normalize(task.State{Status: task.StatusCompleted, Result: big}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestNormalizeDefaultPreviewLength(t *testing.T) {
 }
 
 func TestNormalizeCopies(t *testing.T) {
-	in := task.Snapshot{
+	in := task.State{
 		Status:           task.StatusInputRequired,
 		Result:           json.RawMessage(`{"a":1}`),
 		ResultArtifact:   map[string]string{"uri": "u", "mime_type": "m"},
@@ -237,10 +237,10 @@ func TestNormalizeCopies(t *testing.T) {
 	}
 }
 
-func TestFailedSnapshot(t *testing.T) {
-	s := task.FailedSnapshot(strings.Repeat("x", 5000))
+func TestFailedState(t *testing.T) {
+	s := task.FailedState(strings.Repeat("x", 5000))
 	if s.Status != task.StatusFailed || len(s.Error) != task.MaxErrorChars {
-		t.Fatalf("FailedSnapshot = %s, %d chars", s.Status, len(s.Error))
+		t.Fatalf("FailedState = %s, %d chars", s.Status, len(s.Error))
 	}
 }
 
