@@ -23,6 +23,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/apierror"
 	"github.com/antler-mcp/antler/internal/audit"
+	"github.com/antler-mcp/antler/internal/catalog"
 	"github.com/antler-mcp/antler/internal/config"
 	"github.com/antler-mcp/antler/internal/configfile"
 	"github.com/antler-mcp/antler/internal/launchpolicy"
@@ -57,6 +58,9 @@ type Options struct {
 	Audit *audit.Logger
 	// Metrics, when set, counts refused edits by reason.
 	Metrics *metrics.Metrics
+	// Catalog, when set, serves the tool catalog's pending changes and
+	// approvals (PendingTools, ApproveTools); without it they answer 503.
+	Catalog *catalog.Catalog
 }
 
 // Admin serves the config admin API over one configuration file.

@@ -18,6 +18,7 @@ import (
 	"github.com/antler-mcp/antler/internal/dashboard"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -28,7 +29,7 @@ func TestServedWithStrictCSP(t *testing.T) {
 	t.Parallel()
 	cache := toolcache.New(toolcache.Options{ConfigPath: "/nonexistent/extensions_config.json"})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)})
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)})
 	t.Cleanup(gw.Close)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(srv.Close)

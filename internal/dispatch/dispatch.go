@@ -21,6 +21,14 @@ import (
 // empty.
 const MethodCallTool = "tools/call"
 
+// Doors a request comes through, as metrics and traces label them.
+const (
+	DoorREST = "rest"
+	DoorMCP  = "mcp"
+	// DoorTask is a durable task's own call (a poll, a cancel, an answer).
+	DoorTask = "task"
+)
+
 // Request is one request from a door to an upstream server, the only type a
 // door builds. A tool call sets Name (and Arguments); any other method sets
 // Method and Params.
@@ -52,8 +60,8 @@ type Request struct {
 	// request must go on, a durable task's; "" means the shared
 	// connection's. Ignored for stdio and SSE.
 	Session string
-	// Door is where the request came in (metrics.DoorREST, DoorMCP or
-	// DoorTask), for the metrics; "" counts as "other".
+	// Door is where the request came in (DoorREST, DoorMCP or DoorTask),
+	// for the metrics and traces; "" counts as "other".
 	Door string
 	// OnSession, when set, is told the streamable HTTP session the request
 	// went on ("" for stdio, SSE and sessionless servers) once it has been

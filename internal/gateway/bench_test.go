@@ -13,6 +13,7 @@ import (
 	"github.com/antler-mcp/antler/internal/config"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/upstream"
@@ -47,7 +48,7 @@ func BenchmarkStdioCall(b *testing.B) {
 	b.Run("handler", func(b *testing.B) {
 		cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(b, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, bin)), DataDir: b.TempDir()})
 		defer cache.Close()
-		h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler()
+		h := testgateway.New(b, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler()
 		call := func() {
 			req := httptest.NewRequest("POST", "http://127.0.0.1:8080/api/mcp/tools/demo_echo/call", strings.NewReader(`{"arguments":{"message":"benchmark"}}`))
 			req.RemoteAddr = "127.0.0.1:1"
@@ -64,7 +65,7 @@ func BenchmarkStdioCall(b *testing.B) {
 	b.Run("gateway", func(b *testing.B) {
 		cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(b, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, bin)), DataDir: b.TempDir()})
 		defer cache.Close()
-		srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+		srv := httptest.NewServer(testgateway.New(b, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 		defer srv.Close()
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 		url := srv.URL + "/api/mcp/tools/demo_echo/call"

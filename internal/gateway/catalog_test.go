@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/internal/catalog"
+	"github.com/antler-mcp/antler/internal/configadmin"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -44,7 +46,7 @@ func TestToolCatalogHoldsRewrittenTools(t *testing.T) {
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, Catalog: cat})
 	t.Cleanup(cache.Close)
 	keys := []settings.Key{{Key: "k-admin", User: "root", Role: settings.RoleAdmin}, {Key: "k-agent", User: "alice", Role: settings.RoleAgent}}
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Catalog: cat}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), Admin: configadmin.New(configadmin.Options{Tools: cache, Catalog: cat})}).Handler())
 	t.Cleanup(srv.Close)
 	admin := (&api{t: t, url: srv.URL}).as("k-admin")
 	agent := admin.as("k-agent")

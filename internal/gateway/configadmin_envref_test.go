@@ -13,11 +13,13 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/configadmin"
 	"github.com/antler-mcp/antler/internal/configfile"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/launchpolicy"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -245,9 +247,10 @@ func TestConfigAdminAllowlistedEnvVar(t *testing.T) {
 			want  int
 		}{{nil, 400}, {[]string{"ANTLER_TEST_GH_TOKEN"}, 200}} {
 			allow := config.NewEnvAllowlist(tc.allow...)
-			srv := httptest.NewServer(gateway.New(gateway.Options{
+			srv := httptest.NewServer(testgateway.New(t, gateway.Options{
 				Cache: cache, Auth: principal.New([]settings.Key{{Key: "admin", User: "root", Role: settings.RoleAdmin}}),
-				ConfigFile: configfile.New(path, slog.New(slog.DiscardHandler)), LaunchPolicy: launchpolicy.New(), ConfigEnvAllowlist: &allow,
+				Admin: configadmin.New(configadmin.Options{Tools: cache, File: configfile.New(path, slog.New(slog.DiscardHandler)),
+					LaunchPolicy: launchpolicy.New(), EnvAllowlist: &allow}),
 			}).Handler())
 			a := &api{t: t, url: srv.URL, key: "admin"}
 			if code, res := a.do("POST", "/api/mcp/config/servers", post); code != tc.want {

@@ -14,11 +14,13 @@ import (
 	"testing"
 
 	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/configadmin"
 	"github.com/antler-mcp/antler/internal/configfile"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/launchpolicy"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -70,14 +72,13 @@ func newAdminAPI(t *testing.T, doc string) *adminAPI {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, Logger: log})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{
 		Cache: cache, Logger: log,
 		Auth: principal.New([]settings.Key{
 			{Key: "admin", User: "root", Role: settings.RoleAdmin},
 			{Key: "agent", User: "alice", Role: settings.RoleAgent},
 		}),
-		ConfigFile:   configfile.New(path, log),
-		LaunchPolicy: launchpolicy.New(),
+		Admin: configadmin.New(configadmin.Options{Tools: cache, File: configfile.New(path, log), LaunchPolicy: launchpolicy.New(), Logger: log}),
 	}).Handler())
 	t.Cleanup(srv.Close)
 	a := &adminAPI{api: &api{t: t, url: srv.URL, key: "admin"}, path: path, cache: cache, logs: logs}
@@ -620,7 +621,7 @@ func TestConfigAdminCreatesMissingFile(t *testing.T) {
 		t.Setenv(launchpolicy.DeerFlowAllowlistEnv, "")
 		cache := toolcache.New(toolcache.Options{})
 		defer cache.Close()
-		srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+		srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 		defer srv.Close()
 		a := &api{t: t, url: srv.URL}
 		code, res := a.do("PUT", "/api/mcp/config", `{"mcp_servers": {"added": {"command": "npx", "args": ["-y", "@example/mcp"]}}}`)
@@ -1261,7 +1262,7 @@ func TestConfigAdminFileSizeLimit(t *testing.T) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 	t.Cleanup(srv.Close)
 	code, res = (&api{t: t, url: srv.URL}).do("GET", "/api/mcp/config", "")
 	wantError(t, code, res, 500, "too large", "above the limit of 4194304 bytes")

@@ -20,6 +20,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -104,7 +105,7 @@ func newCredAPI(t *testing.T, doc string, env map[string]string) *credAPI {
 		{Key: "k-admin", User: "root", Role: settings.RoleAdmin},
 	}
 	// TestOAuthSingleFlightAfterExpiry makes 50 calls at once as one user.
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log,
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log,
 		HTTP: gateway.HTTPOptions{MaxCallsPerPrincipal: 64}}).Handler())
 	t.Cleanup(srv.Close)
 	return &credAPI{api: &api{t: t, url: srv.URL}, logs: logs, responses: &syncBuffer{}, audit: auditBuf}

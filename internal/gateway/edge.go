@@ -254,9 +254,9 @@ func (s *Server) callLimit(next echo.HandlerFunc) echo.HandlerFunc {
 				user = b.UserID
 			}
 		}
-		release, ok := s.callSlots.acquire(user)
+		release, ok := s.callSlots.Acquire(user)
 		if !ok {
-			return apierror.New(http.StatusTooManyRequests, "too many concurrent tool calls: this caller already has %d in flight (http.per_principal.max_concurrent_calls)", s.callSlots.max)
+			return apierror.New(http.StatusTooManyRequests, "too many concurrent tool calls: this caller already has %d in flight (http.per_principal.max_concurrent_calls)", s.callSlots.Max())
 		}
 		defer release()
 		return next(c)
@@ -281,9 +281,9 @@ func (s *Server) streamWrites(next echo.HandlerFunc) echo.HandlerFunc {
 // reading is dropped after http.write_timeout.
 func (s *Server) eventStream(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		release, ok := s.streamSlots.acquire(principalFrom(c).User)
+		release, ok := s.streamSlots.Acquire(principalFrom(c).User)
 		if !ok {
-			return apierror.New(http.StatusTooManyRequests, "too many open event streams: this caller already has %d open (http.per_principal.max_event_streams)", s.streamSlots.max)
+			return apierror.New(http.StatusTooManyRequests, "too many open event streams: this caller already has %d open (http.per_principal.max_event_streams)", s.streamSlots.Max())
 		}
 		defer release()
 		return s.streamWrites(next)(c)
@@ -308,35 +308,6 @@ func (w *streamWriter) FlushError() error {
 }
 
 func (w *streamWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// slots counts what each key holds against one maximum.
-type slots struct {
-	mu   sync.Mutex
-	max  int
-	held map[string]int
-}
-
-func newSlots(max int) *slots { return &slots{max: max, held: map[string]int{}} }
-
-// acquire takes a slot for key, or reports false when key holds max.
-func (l *slots) acquire(key string) (release func(), ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.held[key] >= l.max {
-		return nil, false
-	}
-	l.held[key]++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if l.held[key]--; l.held[key] <= 0 {
-				delete(l.held, key)
-			}
-		})
-	}, true
-}
 
 // limitListener caps open connections. One past the cap is answered 503
 // and closed at once, so a flood of idle or slow connections cannot queue

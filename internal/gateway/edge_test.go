@@ -21,6 +21,7 @@ import (
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/slowclient"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -52,7 +53,7 @@ func serveKeyed(t *testing.T, keys []settings.Key, o gateway.HTTPOptions) string
 	t.Helper()
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
 	t.Cleanup(cache.Close)
-	return serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: o}))
+	return serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: o}))
 }
 
 // edgeRequest is one request as a browser page or a client would send it.
@@ -108,7 +109,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 	cfg := writeTemp(t, fmt.Sprintf(`{"mcpServers": {"d": {"command": %q}}}`, testmcp.Build(t)))
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}))
+	addr := serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}))
 	_, port, _ := net.SplitHostPort(addr)
 	before, _ := os.ReadFile(cfg)
 
@@ -256,7 +257,7 @@ func TestSlowClientsAreDisconnected(t *testing.T) {
 	t.Parallel()
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
 	t.Cleanup(cache.Close)
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{
+	addr := serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{
 		ReadHeaderTimeout: 300 * time.Millisecond, BodyReadTimeout: 300 * time.Millisecond}}))
 	for _, tc := range []struct {
 		name, prefix string
@@ -289,7 +290,7 @@ func TestConnectionCap(t *testing.T) {
 	t.Parallel()
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
 	t.Cleanup(cache.Close)
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{MaxConnections: 2}}))
+	addr := serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{MaxConnections: 2}}))
 	healthz := func(c net.Conn) (*http.Response, string) {
 		t.Helper()
 		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
@@ -382,7 +383,7 @@ func TestPerPrincipalCallLimit(t *testing.T) {
 	t.Cleanup(cache.Close)
 	keys := []settings.Key{{Key: "k-alice", User: "alice", Role: settings.RoleAgent}, {Key: "k-bob", User: "bob", Role: settings.RoleAgent},
 		{Key: "k-svc", User: "svc", Role: settings.RoleInternal}}
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: gateway.HTTPOptions{MaxCallsPerPrincipal: 1}}))
+	addr := serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), HTTP: gateway.HTTPOptions{MaxCallsPerPrincipal: 1}}))
 	call := func(key, tool, body string) edgeRequest {
 		return edgeRequest{method: "POST", path: "/api/mcp/tools/b_" + tool + "/call", body: body, contentType: "application/json", key: key}
 	}
@@ -431,7 +432,7 @@ func TestEventStreamsAndTheirLimit(t *testing.T) {
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
 	t.Cleanup(cache.Close)
 	const writeTimeout = 200 * time.Millisecond
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(eventKeys), Tasks: r.svc,
+	addr := serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(eventKeys), Tasks: r.svc,
 		HTTP: gateway.HTTPOptions{WriteTimeout: writeTimeout, MaxStreamsPerPrincipal: 1}}))
 	url := "http://" + addr + "/api/threads/t1/mcp-tasks/events"
 	// open answers a stream's status, and the body of a refusal.
@@ -484,7 +485,7 @@ func TestIdleKeepAliveConnectionsAreClosed(t *testing.T) {
 	t.Parallel()
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
 	t.Cleanup(cache.Close)
-	addr := serveEdge(t, gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{
+	addr := serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{
 		IdleTimeout: 300 * time.Millisecond}}))
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {

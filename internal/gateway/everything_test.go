@@ -17,6 +17,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -125,7 +126,7 @@ func testEverything(t *testing.T, transport string, server map[string]any) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path})
 	t.Cleanup(cache.Close)
-	ts := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	ts := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 	t.Cleanup(ts.Close)
 	api := everythingAPI{t: t, base: ts.URL, client: recorded(ts.Client())}
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -29,7 +30,7 @@ func TestFilesystemServerWritesIntoTheThreadWorkspace(t *testing.T) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: data})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL}
 

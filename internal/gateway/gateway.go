@@ -14,23 +14,15 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/antler-mcp/antler/internal/apierror"
-	"github.com/antler-mcp/antler/internal/audit"
-	"github.com/antler-mcp/antler/internal/catalog"
-	"github.com/antler-mcp/antler/internal/config"
 	"github.com/antler-mcp/antler/internal/configadmin"
-	"github.com/antler-mcp/antler/internal/configfile"
-	"github.com/antler-mcp/antler/internal/dashboard"
-	"github.com/antler-mcp/antler/internal/launchpolicy"
-	"github.com/antler-mcp/antler/internal/mcpserver"
-	"github.com/antler-mcp/antler/internal/metrics"
 	"github.com/antler-mcp/antler/internal/principal"
-	"github.com/antler-mcp/antler/internal/spectask"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -48,38 +40,42 @@ type Options struct {
 	// it, New reserves the host tools' names in Cache (see
 	// toolcache.Cache.ReserveHostTools).
 	Tasks *taskservice.Service
-	// ConfigFile guards extensions_config.json for the config API (nil: the
-	// file the cache resolves, per request; created as ./extensions_config.json
-	// when none exists).
-	ConfigFile *configfile.File
-	// LaunchPolicy screens stdio servers arriving through the config API
-	// (nil: launchpolicy.FromEnv(os.LookupEnv), read per request).
-	LaunchPolicy *launchpolicy.Policy
-	// ConfigEnvAllowlist names the variables a config API request may
-	// reference as "$NAME" where the stored server has no such reference
-	// (nil: config.EnvAllowlistFromEnv(os.LookupEnv), read per request).
-	ConfigEnvAllowlist *config.EnvAllowlist
+	// Admin serves the config admin API and the tool catalog's (nil: one
+	// over Cache with nothing else set: the file the cache resolves, the
+	// launch policy and $VAR allowlist read from the environment per
+	// request, and no catalog, so its routes answer 503).
+	Admin *configadmin.Admin
 	// HTTP bounds the HTTP edge: Host and Origin rules, timeouts, the
 	// connection cap and per-principal limits (zero fields: defaults).
 	HTTP HTTPOptions
-	// Version is the host version the MCP endpoint reports in serverInfo.
-	Version string
-	// TaskInputTimeout bounds how long the MCP endpoint's tasks/result
-	// waits for a client's answer to a task's question (0: its default).
-	TaskInputTimeout time.Duration
+	// MCP, when set, builds the MCP endpoint served at /mcp, /sse and
+	// /messages. It is given the gateway's per-principal tool-call slots,
+	// so one cap holds across both doors. Nil: those routes are not served.
+	MCP func(calls *principal.Slots) MCPDoor
+	// Pages are served to GET without a key, under the edge's rules: the
+	// OpenAPI document, the dashboard's files. A path ending in "*" serves
+	// every path under it. A page must hold no secret or configuration.
+	Pages map[string]http.Handler
+	// Metrics, when set, is served at GET /metrics to admin principals: the
+	// series name every server and plugin and show their traffic.
+	Metrics http.Handler
 	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
 	// (settings debug.pprof; off by default).
 	Pprof bool
-	// Catalog, when set, serves the tool catalog's admin API
-	// (/api/mcp/catalog); without it those routes answer 503.
-	Catalog *catalog.Catalog
-	// Metrics, when set, counts refused config edits; with ServeMetrics it
-	// is also served at GET /metrics to admin principals (settings metrics:
-	// true without a metrics_listen of its own).
-	Metrics      *metrics.Metrics
-	ServeMetrics bool
-	// Audit, when set, records every config edit.
-	Audit *audit.Logger
+}
+
+// MCPDoor is the MCP endpoint the gateway routes to (mcpserver.Server).
+type MCPDoor interface {
+	// Streamable serves POST, GET and DELETE /mcp.
+	Streamable() http.Handler
+	// SSE serves legacy HTTP+SSE's GET /sse, Messages its POST /messages.
+	SSE() http.Handler
+	Messages() http.Handler
+	// CORSHeaders are the request headers the door's browser clients send
+	// (allow) and the answer headers they read (expose).
+	CORSHeaders() (allow, expose []string)
+	// Close ends the door's sessions and streams.
+	Close()
 }
 
 // Server is the gateway.
@@ -89,12 +85,10 @@ type Server struct {
 	auth  *principal.Authenticator
 	log   *slog.Logger
 	tasks *taskservice.Service
-	// catalog is the tool catalog's admin API (nil: 503).
-	catalog *catalog.Catalog
-	// taskTools serves task submits and the host tools on both doors;
-	// door is the MCP endpoint (/mcp, /sse, /messages).
+	// taskTools serves task submits and the host tools on the REST door;
+	// door is the MCP endpoint (nil: not served).
 	taskTools *tasktools.Tools
-	door      *mcpserver.Server
+	door      MCPDoor
 
 	// streams ends long-lived responses (event streams) at shutdown, which
 	// would otherwise hold the drain until the grace period runs out.
@@ -107,18 +101,13 @@ type Server struct {
 	// http, edge, callSlots and streamSlots are the HTTP edge's bounds.
 	http        HTTPOptions
 	edge        edge
-	callSlots   *slots
-	streamSlots *slots
+	callSlots   *principal.Slots
+	streamSlots *principal.Slots
 }
 
-// corsAllowHeaders are the request headers an allowed page may send: the
-// REST door's and the MCP door's (a browser MCP client sends the
-// protocol-version, session, method and name headers and resumes with
-// Last-Event-ID). CORS has no wildcard for a header prefix, so the
-// per-secret headers (mcpserver.HeaderSecretPrefix) cannot be listed: a
-// page sends its secrets as the call's _meta (mcpserver.MetaSecrets).
-var corsAllowHeaders = []string{echo.HeaderAuthorization, echo.HeaderContentType, "X-API-Key", echo.HeaderXRequestID,
-	"Last-Event-ID", "Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", mcpserver.HeaderThreadID}
+// corsAllowHeaders are the request headers an allowed page may send to the
+// REST door (the MCP door adds its own, MCPDoor.CORSHeaders).
+var corsAllowHeaders = []string{echo.HeaderAuthorization, echo.HeaderContentType, "X-API-Key", echo.HeaderXRequestID}
 
 // New builds the gateway's routes and middleware.
 func New(opts Options) *Server {
@@ -126,27 +115,26 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, catalog: opts.Catalog}
-	s.admin = configadmin.New(configadmin.Options{Tools: opts.Cache, File: opts.ConfigFile, LaunchPolicy: opts.LaunchPolicy,
-		EnvAllowlist: opts.ConfigEnvAllowlist, Logger: log, Audit: opts.Audit, Metrics: opts.Metrics})
+	s := &Server{echo: echo.New(), cache: opts.Cache, auth: opts.Auth, log: log, tasks: opts.Tasks, admin: opts.Admin}
+	if s.admin == nil {
+		s.admin = configadmin.New(configadmin.Options{Tools: opts.Cache, Logger: log})
+	}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	s.http = opts.HTTP.withDefaults()
 	var edgeErrs []error
 	if s.edge, edgeErrs = newEdge(s.http); len(edgeErrs) > 0 { // settings validate these; an embedder's typo matches nothing
 		log.Warn("ignoring invalid HTTP edge entries", "error", errors.Join(edgeErrs...).Error())
 	}
-	s.callSlots, s.streamSlots = newSlots(s.http.MaxCallsPerPrincipal), newSlots(s.http.MaxStreamsPerPrincipal)
+	s.callSlots, s.streamSlots = principal.NewSlots(s.http.MaxCallsPerPrincipal), principal.NewSlots(s.http.MaxStreamsPerPrincipal)
 	s.taskTools = tasktools.New(opts.Tasks, log)
 	if s.taskTools.Configured() {
 		// The host tools' names are theirs on both doors: an upstream tool
 		// exposed under one is a name collision (see ReserveHostTools).
 		opts.Cache.ReserveHostTools(tasktools.HostTools())
 	}
-	var specTasks *spectask.Service
-	if opts.Tasks != nil {
-		specTasks = spectask.New(opts.Tasks, log)
+	if opts.MCP != nil {
+		s.door = opts.MCP(s.callSlots)
 	}
-	s.door = mcpserver.New(mcpserver.Options{Cache: opts.Cache, Tasks: s.taskTools, SpecTasks: specTasks, Logger: log, Version: opts.Version, AcquireCall: s.callSlots.acquire, MaxRoundsPerPrincipal: s.http.MaxCallsPerPrincipal, TaskInputTimeout: opts.TaskInputTimeout})
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true
 	// Never trust X-Forwarded-For from clients: the caller is the peer.
@@ -158,9 +146,13 @@ func New(opts Options) *Server {
 	// route Echo found; each route's own chain is built when it is added.
 	edgeChain := []echo.MiddlewareFunc{s.requestID, s.logRequests, middleware.Recover(), s.checkEdge}
 	if len(s.edge.origins) > 0 { // answer allowed pages' preflights; checkEdge already refused the rest
+		allow, expose := slices.Clone(corsAllowHeaders), []string{echo.HeaderXRequestID}
+		if s.door != nil {
+			a, x := s.door.CORSHeaders()
+			allow, expose = append(allow, a...), append(expose, x...)
+		}
 		edgeChain = append(edgeChain, middleware.CORSWithConfig(middleware.CORSConfig{AllowOrigins: s.edge.originList,
-			AllowHeaders:  corsAllowHeaders,
-			ExposeHeaders: []string{echo.HeaderXRequestID, "Mcp-Session-Id", "Mcp-Protocol-Version"}}))
+			AllowHeaders: allow, ExposeHeaders: expose}))
 	}
 	edgeChain = append(edgeChain, middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)), s.deadlines)
 	edged := compose(func(c echo.Context) error { return c.Handler()(c) }, edgeChain...)
@@ -170,15 +162,18 @@ func New(opts Options) *Server {
 	root.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
-	root.GET("/openapi.json", openAPIDocument(opts.Version))
-	root.GET(dashboard.Prefix+"*", echo.WrapHandler(dashboard.Handler())) // the operator's web UI; it calls /api with the operator's key
-	// The MCP endpoint: the same authentication and edge rules; its
-	// streams are bounded per write, not per response.
-	root.POST("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.streamWrites)
-	root.GET("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.eventStream)
-	root.DELETE("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate)
-	root.GET("/sse", echo.WrapHandler(s.door.SSE()), s.authenticate, s.eventStream)
-	root.POST("/messages", echo.WrapHandler(s.door.Messages()), s.authenticate)
+	for path, h := range opts.Pages {
+		root.GET(path, echo.WrapHandler(h))
+	}
+	if s.door != nil {
+		// The MCP endpoint: the same authentication and edge rules; its
+		// streams are bounded per write, not per response.
+		root.POST("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.streamWrites)
+		root.GET("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate, s.eventStream)
+		root.DELETE("/mcp", echo.WrapHandler(s.door.Streamable()), s.authenticate)
+		root.GET("/sse", echo.WrapHandler(s.door.SSE()), s.authenticate, s.eventStream)
+		root.POST("/messages", echo.WrapHandler(s.door.Messages()), s.authenticate)
+	}
 	e.Group("/api", s.authenticate) // its catch-all: an unknown /api path is authenticated before the 404
 	api := routes{e: e, prefix: "/api", chain: []echo.MiddlewareFunc{s.authenticate}}
 	api.GET("/mcp/tools", s.listTools)
@@ -202,8 +197,8 @@ func New(opts Options) *Server {
 	if opts.Pprof {
 		s.routePprof()
 	}
-	if opts.Metrics != nil && opts.ServeMetrics {
-		root.GET(metricsPath, echo.WrapHandler(opts.Metrics.Handler()), s.authenticate, adminOnly(metricsPath))
+	if opts.Metrics != nil {
+		root.GET(metricsPath, echo.WrapHandler(opts.Metrics), s.authenticate, adminOnly(metricsPath))
 	}
 	return s
 }
@@ -279,7 +274,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	srv.RegisterOnShutdown(s.stopStreams)
-	srv.RegisterOnShutdown(s.door.Close)
+	srv.RegisterOnShutdown(s.Close)
 	errc := make(chan error, 1)
 	limited := newLimitListener(ln, s.http.MaxConnections)
 	go func() { errc <- srv.Serve(limited) }()
@@ -396,4 +391,8 @@ func configAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 
 // Close ends the MCP endpoint's sessions and streams (Serve does it at
 // shutdown; for embedders and tests that serve Handler themselves).
-func (s *Server) Close() { s.door.Close() }
+func (s *Server) Close() {
+	if s.door != nil {
+		s.door.Close()
+	}
+}

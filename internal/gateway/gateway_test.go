@@ -16,6 +16,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/workspace"
@@ -36,7 +37,7 @@ func newAPI(t *testing.T, doc string, keys ...settings.Key) *api {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys)}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys)}).Handler())
 	t.Cleanup(srv.Close)
 	return &api{t: t, url: srv.URL}
 }
@@ -188,7 +189,7 @@ func TestPrincipalsAndRoles(t *testing.T) {
 func TestNoKeysServesLoopbackOnly(t *testing.T) {
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{}`)})
 	defer cache.Close()
-	h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler()
+	h := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler()
 	req := httptest.NewRequest("GET", "http://127.0.0.1:8080/api/mcp/tools", nil)
 	req.RemoteAddr = "192.0.2.10:4000"
 	rec := httptest.NewRecorder()

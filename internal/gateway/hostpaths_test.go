@@ -12,6 +12,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -31,7 +32,7 @@ func pooledAPI(t *testing.T, server string) (*api, string) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {`+server+`}}`), DataDir: data})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 	t.Cleanup(srv.Close)
 	return &api{t: t, url: srv.URL}, data
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -24,7 +25,7 @@ func TestHostToolNameCollision(t *testing.T) {
 		testmcp.Build(t), gateway.ToolListTasks)
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, doc)})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Tasks: svc,
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Tasks: svc,
 		Auth: principal.New([]settings.Key{{Key: "admin", User: "root", Role: settings.RoleAdmin}})}).Handler())
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL, key: "admin"}

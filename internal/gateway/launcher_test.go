@@ -14,6 +14,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -61,7 +62,7 @@ func TestAgentFilesDoNotConfigureTheNextNpxServer(t *testing.T) {
 			}}`, fsIndex, testnpm.LauncherPackage, env)
 			cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, doc), DataDir: data})
 			t.Cleanup(cache.Close)
-			srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+			srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 			t.Cleanup(srv.Close)
 			a := &api{t: t, url: srv.URL}
 			call := func(tool string, args map[string]string) map[string]any {

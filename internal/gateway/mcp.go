@@ -10,8 +10,6 @@ import (
 
 	"github.com/antler-mcp/antler/internal/apierror"
 	"github.com/antler-mcp/antler/internal/dispatch"
-	"github.com/antler-mcp/antler/internal/metrics"
-	"github.com/antler-mcp/antler/internal/routing"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/tracing"
@@ -72,7 +70,7 @@ func (s *Server) callTool(c echo.Context) error {
 	}
 	r := c.Request()
 	ctx, span := tr.StartRemote(r.Context(), SpanRESTCall, r.Header.Get(tracing.KeyTraceparent), r.Header.Get(tracing.KeyTracestate),
-		tracing.AttrDoor.String(metrics.DoorREST), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
+		tracing.AttrDoor.String(dispatch.DoorREST), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
 	c.SetRequest(r.WithContext(ctx))
 	err = call()
 	tracing.End(span, err)
@@ -92,7 +90,7 @@ func (s *Server) invokeREST(c echo.Context, snap *toolcache.ToolSet, name string
 		UserID:    s.callerUser(c, req.UserID),
 		ThreadID:  req.ThreadID,
 		Secrets:   req.Secrets,
-		Door:      metrics.DoorREST,
+		Door:      dispatch.DoorREST,
 	})
 	if err != nil {
 		var ce *dispatch.CallError
@@ -140,17 +138,8 @@ func (s *Server) routingHints(c echo.Context) error {
 			}
 		}
 	}
-	entries := make([]routing.Entry, 0, len(snap.Tools))
-	for _, t := range snap.Tools {
-		if t.Routing != nil {
-			entries = append(entries, routing.Entry{Name: t.Name, Routing: *t.Routing})
-		}
-	}
-	hints := routing.Hints(entries, deferred)
-	if hints == nil {
-		hints = []routing.Hint{}
-	}
-	return c.JSON(http.StatusOK, map[string]any{"section": routing.Render(hints), "hints": hints})
+	section, hints := snap.RoutingHints(deferred)
+	return c.JSON(http.StatusOK, map[string]any{"section": section, "hints": hints})
 }
 
 func (s *Server) servers(c echo.Context) error {

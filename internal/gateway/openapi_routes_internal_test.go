@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/antler-mcp/antler/internal/dashboard"
 	"github.com/antler-mcp/antler/internal/openapi"
 	"github.com/antler-mcp/antler/internal/openapi/openapitest"
 	"github.com/antler-mcp/antler/internal/principal"
@@ -48,7 +49,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cache := toolcache.New(toolcache.Options{ConfigPath: filepath.Join(t.TempDir(), "extensions_config.json")})
 			t.Cleanup(cache.Close)
-			s := New(Options{Cache: cache, Auth: principal.New(nil), Pprof: true})
+			s := New(everyRoute(cache))
 			t.Cleanup(s.Close)
 			if tc.extra != nil {
 				tc.extra(s.echo)
@@ -67,7 +68,7 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 	// And the other way: an operation in the document that no route serves.
 	cache := toolcache.New(toolcache.Options{ConfigPath: filepath.Join(t.TempDir(), "extensions_config.json")})
 	t.Cleanup(cache.Close)
-	s := New(Options{Cache: cache, Auth: principal.New(nil)})
+	s := New(everyRoute(cache))
 	t.Cleanup(s.Close)
 	var routes []*echo.Route
 	for _, r := range s.echo.Routes() {
@@ -238,3 +239,21 @@ func TestRouteWalkMatcher(t *testing.T) {
 		}
 	}
 }
+
+// everyRoute are options that turn every optional route on, as antler
+// serve does: the MCP door, the pages, metrics and pprof.
+func everyRoute(cache *toolcache.Cache) Options {
+	return Options{Cache: cache, Auth: principal.New(nil), Pprof: true, MCP: func(*principal.Slots) MCPDoor { return nopDoor{} },
+		Pages:   map[string]http.Handler{openapi.Path: openapi.Handler("test"), dashboard.Prefix + "*": dashboard.Handler()},
+		Metrics: http.NotFoundHandler()}
+}
+
+// nopDoor stands in for the MCP door (mcpserver imports this package's
+// importers): only its routes matter here.
+type nopDoor struct{}
+
+func (nopDoor) Streamable() http.Handler              { return http.NotFoundHandler() }
+func (nopDoor) SSE() http.Handler                     { return http.NotFoundHandler() }
+func (nopDoor) Messages() http.Handler                { return http.NotFoundHandler() }
+func (nopDoor) CORSHeaders() (allow, expose []string) { return nil, nil }
+func (nopDoor) Close()                                {}

@@ -12,6 +12,7 @@ import (
 	"github.com/antler-mcp/antler/internal/openapi"
 	"github.com/antler-mcp/antler/internal/openapi/openapitest"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -72,10 +73,10 @@ func TestOpenAPIServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Info.Version != "dev" { // the rig sets no version
-		t.Errorf("info.version = %q, want dev", doc.Info.Version)
+	if doc.Info.Version != testgateway.Version {
+		t.Errorf("info.version = %q, want %q", doc.Info.Version, testgateway.Version)
 	}
-	want, _ := openapi.Document("")
+	want, _ := openapi.Document(testgateway.Version)
 	if !jsonEqual(t, body, want) {
 		t.Error("the served document is not the embedded one")
 	}

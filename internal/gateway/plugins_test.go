@@ -16,6 +16,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/plugins/plugintest"
@@ -79,7 +80,7 @@ func newPluginAPI(t *testing.T, dir, doc string) (*credAPI, string) {
 		{Key: "k-carol", User: "carol", Role: settings.RoleAgent},
 		{Key: "k-admin", User: "root", Role: settings.RoleAdmin},
 	}
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log}).Handler())
 	t.Cleanup(srv.Close)
 	return &credAPI{api: &api{t: t, url: srv.URL}, logs: logs, responses: &syncBuffer{}}, path
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/antler-mcp/antler/internal/metrics"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -52,9 +53,9 @@ func TestPprof(t *testing.T) {
 			t.Cleanup(cache.Close)
 			opts := gateway.Options{Cache: cache, Auth: principal.New(keys), Pprof: tc.pprof}
 			if tc.metrics {
-				opts.Metrics, opts.ServeMetrics = metrics.New(), true
+				opts.Metrics = metrics.New().Handler()
 			}
-			srv := httptest.NewServer(gateway.New(opts).Handler())
+			srv := httptest.NewServer(testgateway.New(t, opts).Handler())
 			t.Cleanup(srv.Close)
 			req, err := http.NewRequest("GET", srv.URL+tc.path, nil)
 			if err != nil {

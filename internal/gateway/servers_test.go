@@ -11,6 +11,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -30,7 +31,7 @@ func TestServersHidesHostInternalsFromAgents(t *testing.T) {
 		{Key: "alice-key", User: "alice", Role: settings.RoleAgent},
 		{Key: "bob-key", User: "bob", Role: settings.RoleAgent},
 	})
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: auth}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: auth}).Handler())
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL}
 

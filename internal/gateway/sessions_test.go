@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/antler-mcp/antler/internal/configadmin"
 	"github.com/antler-mcp/antler/internal/configfile"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/launchpolicy"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 
@@ -31,8 +33,8 @@ func TestConfigEditRetiresOnlyTheEditedServersSessions(t *testing.T) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil),
-		ConfigFile: configfile.New(path, nil), LaunchPolicy: launchpolicy.New(bin)}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil),
+		Admin: configadmin.New(configadmin.Options{Tools: cache, File: configfile.New(path, nil), LaunchPolicy: launchpolicy.New(bin)})}).Handler())
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL}
 	pid := func(server, thread string) float64 {

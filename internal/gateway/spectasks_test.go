@@ -9,6 +9,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/testtask"
 )
@@ -51,7 +52,7 @@ func everythingTaskGateway(t *testing.T) *httptest.Server {
 	doc := fmt.Sprintf(`{"mcpServers": {"everything": {"command": "node", "args": [%q]}}}`, testnpm.Everything(t))
 	rt := testtask.New(t, doc, testtask.FastConfig())
 	rt.Service.Start()
-	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
+	gw := testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	return srv

@@ -21,6 +21,7 @@ import (
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -48,7 +49,7 @@ func newEventRig(t *testing.T) *eventRig {
 	t.Cleanup(svc.Stop)
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
 	t.Cleanup(cache.Close)
-	return &eventRig{store: store, svc: svc, gw: gateway.New(gateway.Options{Cache: cache, Auth: principal.New(eventKeys), Tasks: svc})}
+	return &eventRig{store: store, svc: svc, gw: testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(eventKeys), Tasks: svc})}
 }
 
 // finish records a completed task of user in thread at at.
@@ -209,7 +210,7 @@ func TestTaskEventStreamRefusals(t *testing.T) {
 	if code := get(srv.URL+"/api/threads/t1/mcp-tasks/events", "nobody", ""); code != 401 {
 		t.Errorf("unknown key: %d, want 401", code)
 	}
-	off := httptest.NewServer(gateway.New(gateway.Options{Cache: toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)}),
+	off := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)}),
 		Auth: principal.New(eventKeys)}).Handler())
 	t.Cleanup(off.Close)
 	if code := get(off.URL+"/api/threads/t1/mcp-tasks/events", "alice-key", ""); code != 503 {
@@ -223,7 +224,7 @@ func TestTaskEventStreamEndsAtShutdown(t *testing.T) {
 	logs := &syncBuffer{}
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(eventKeys), Tasks: r.svc,
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(eventKeys), Tasks: r.svc,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/antler-mcp/antler/internal/task/ordinary"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -162,7 +163,7 @@ func newTaskAPI(t *testing.T, doc string, keys ...settings.Key) (*api, *taskstor
 	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Logger: log})
 	svc.Start()
 	t.Cleanup(svc.Stop)
-	h := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log, Tasks: svc}).Handler()
+	h := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log, Tasks: svc}).Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(teeWriter{w, responses}, r)
 	}))

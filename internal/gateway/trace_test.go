@@ -20,6 +20,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/tracing"
@@ -46,7 +47,7 @@ func TestTraceSpanTrees(t *testing.T) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, Tracer: tr})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL}
 
@@ -169,7 +170,7 @@ func TestTraceContinuesTheCallersTrace(t *testing.T) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, Tracer: tr})
 	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
 	t.Cleanup(srv.Close)
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, _ := http.NewRequest("POST", srv.URL+"/api/mcp/tools/stdio_echo/call", strings.NewReader(`{"arguments": {"message": "hi"}}`))

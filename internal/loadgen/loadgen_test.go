@@ -23,6 +23,7 @@ import (
 	"github.com/antler-mcp/antler/internal/loadgen"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -213,7 +214,7 @@ func TestRunREST(t *testing.T) {
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: t.TempDir()})
 	t.Cleanup(func() { cache.Close() })
 	auth := principal.New([]settings.Key{{Key: "k1", User: "alice", Role: settings.RoleAgent}})
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: auth}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: auth}).Handler())
 	t.Cleanup(srv.Close)
 
 	tests := []struct {
@@ -257,7 +258,7 @@ func TestRunHeader(t *testing.T) {
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: data})
 	t.Cleanup(func() { cache.Close() })
 	auth := principal.New([]settings.Key{{Key: "k1", User: "alice", Role: settings.RoleAgent}})
-	srv := httptest.NewServer(gateway.New(gateway.Options{Cache: cache, Auth: auth}).Handler())
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: auth}).Handler())
 	t.Cleanup(srv.Close)
 
 	for _, mode := range []loadgen.Mode{loadgen.MCP, loadgen.REST} {

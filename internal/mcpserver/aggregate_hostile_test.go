@@ -23,6 +23,7 @@ import (
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -84,7 +85,7 @@ func hostileConfig(t *testing.T, servers map[string]any) *toolcache.Cache {
 // "kb" (bob).
 func hostileGateway(t *testing.T, servers map[string]any) *host {
 	t.Helper()
-	gw := gateway.New(gateway.Options{Cache: hostileConfig(t, servers), Version: "test", Auth: principal.New([]settings.Key{
+	gw := testgateway.New(t, gateway.Options{Cache: hostileConfig(t, servers), Auth: principal.New([]settings.Key{
 		{Key: "ka", User: "alice", Role: settings.RoleAgent}, {Key: "kb", User: "bob", Role: settings.RoleAgent}})})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
@@ -94,7 +95,7 @@ func hostileGateway(t *testing.T, servers map[string]any) *host {
 // hostileDoor is the bare door over servers, every caller "default".
 func hostileDoor(t *testing.T, servers map[string]any) (*host, *mcpserver.Server) {
 	t.Helper()
-	door := mcpserver.New(mcpserver.Options{Cache: hostileConfig(t, servers), Version: "test", WatchInterval: -1})
+	door := mcpserver.New(mcpserver.Options{Cache: hostileConfig(t, servers), WatchInterval: -1})
 	t.Cleanup(door.Close)
 	streamable := door.Streamable()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -24,6 +24,7 @@ import (
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -59,7 +60,7 @@ func newAggHost(t *testing.T, withHTTP, prefix bool, pageSize int) *aggHost {
 	t.Cleanup(h.cache.Close)
 	var handler http.Handler
 	if pageSize == 0 {
-		gw := gateway.New(gateway.Options{Cache: h.cache, Version: "test", Auth: principal.New([]settings.Key{
+		gw := testgateway.New(t, gateway.Options{Cache: h.cache, Auth: principal.New([]settings.Key{
 			{Key: "kd", User: "default", Role: settings.RoleAdmin},
 			{Key: "ka", User: "alice", Role: settings.RoleAgent},
 			{Key: "kb", User: "bob", Role: settings.RoleAgent},
@@ -68,7 +69,7 @@ func newAggHost(t *testing.T, withHTTP, prefix bool, pageSize int) *aggHost {
 		handler = gw.Handler()
 	} else {
 		h.direct = true
-		door := mcpserver.New(mcpserver.Options{Cache: h.cache, Version: "test", ListPageSize: pageSize, WatchInterval: -1})
+		door := mcpserver.New(mcpserver.Options{Cache: h.cache, ListPageSize: pageSize, WatchInterval: -1})
 		t.Cleanup(door.Close)
 		streamable := door.Streamable()
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -47,7 +48,7 @@ func benchMCPCall(b *testing.B, version, pin string) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: b.TempDir()})
 	defer cache.Close()
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), Version: "bench"})
+	gw := testgateway.New(b, gateway.Options{Cache: cache, Auth: principal.New(nil)})
 	srv := httptest.NewServer(gw.Handler())
 	defer func() { gw.Close(); srv.Close() }()
 

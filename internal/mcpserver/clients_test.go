@@ -21,6 +21,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -51,12 +52,12 @@ func startGateway(t *testing.T, doc string, allowSelfOrigin bool, keys ...settin
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
 	srv := httptest.NewUnstartedServer(nil)
-	opts := gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test"}
+	opts := gateway.Options{Cache: cache, Auth: principal.New(keys)}
 	if allowSelfOrigin {
 		_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 		opts.HTTP.AllowedOrigins = []string{"http://localhost:" + port}
 	}
-	gw := gateway.New(opts)
+	gw := testgateway.New(t, opts)
 	srv.Config.Handler = gw.Handler()
 	srv.Start()
 	t.Cleanup(func() { gw.Close(); srv.Close() })

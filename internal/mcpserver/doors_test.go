@@ -27,6 +27,7 @@ import (
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/virtualpath"
@@ -360,7 +361,7 @@ func newDoorsHost(t *testing.T) *doorsHost {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: data, Logger: log})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Logger: log, Version: "test", Auth: principal.New([]settings.Key{
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Logger: log, Auth: principal.New([]settings.Key{
 		{Key: "k-alice", User: "alice", Role: settings.RoleAgent},
 		{Key: "k-bob", User: "bob", Role: settings.RoleAgent},
 		{Key: "k-carol", User: "carol", Role: settings.RoleAgent},

@@ -291,9 +291,9 @@ func (s *Server) fastCall(ctx context.Context, out *fastStream, snap *toolcache.
 	}
 	name := req.Params.Name
 	release := func() {}
-	if s.acquire != nil {
+	if s.calls != nil {
 		var ok bool
-		if release, ok = s.acquire(call.UserID); !ok {
+		if release, ok = s.calls.Acquire(call.UserID); !ok {
 			return fastAnswer{res: mcp.NewToolResultError("too many concurrent tool calls: this caller is at http.per_principal.max_concurrent_calls")}
 		}
 	}

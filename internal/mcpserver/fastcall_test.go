@@ -18,6 +18,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -284,7 +285,7 @@ func TestPlainCallRelaysTheUpstreamsBytes(t *testing.T) {
 	}
 	cache := toolcache.New(toolcache.Options{ConfigPath: cfg, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), Version: "test"})
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	h := &host{t: t, url: srv.URL}

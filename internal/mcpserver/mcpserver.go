@@ -28,9 +28,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
-	"github.com/antler-mcp/antler/internal/metrics"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/spectask"
+	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/tracing"
@@ -87,24 +87,23 @@ const (
 // Options configure a Server.
 type Options struct {
 	Cache *toolcache.Cache
-	// Tasks serves task_toolsets submit tools and the two host tools
-	// (nil: no task runtime).
-	Tasks *tasktools.Tools
-	// SpecTasks serves the same durable tasks as spec Tasks (2025-11-25
-	// tasks/* and the 2026-07-28 tasks extension; nil: not served).
-	SpecTasks *spectask.Service
-	Logger    *slog.Logger
+	// Tasks is the durable task runtime (nil: none). With it the door
+	// serves task_toolsets submit tools, the two host tools, and the same
+	// durable tasks as spec Tasks (2025-11-25 tasks/* and the 2026-07-28
+	// tasks extension).
+	Tasks  *taskservice.Service
+	Logger *slog.Logger
 	// Version is the serverInfo version.
 	Version string
-	// AcquireCall takes one of user's tool-call slots, or reports false at
-	// the cap (nil: no cap). The gateway passes its per-principal limit. A
-	// slot is held until the upstream call ends: a 2026-07-28 call holds it
+	// CallSlots caps the tool calls each caller has in flight (nil: no
+	// cap); the gateway passes the slots its REST door takes from. A slot
+	// is held until the upstream call ends: a 2026-07-28 call holds it
 	// across its rounds, its retries take none.
-	AcquireCall func(user string) (release func(), ok bool)
+	CallSlots *principal.Slots
 	// MaxRoundsPerPrincipal caps the 2026-07-28 calls one caller holds
 	// suspended, waiting for its answer to an input request; the call that
-	// would pass it is ended with an error result (0:
-	// DefaultMaxRoundsPerPrincipal). The gateway passes its call cap.
+	// would pass it is ended with an error result (0: the CallSlots cap,
+	// or DefaultMaxRoundsPerPrincipal without one).
 	MaxRoundsPerPrincipal int
 	// SessionIdleTTL ends a session idle this long (0: DefaultSessionIdleTTL).
 	SessionIdleTTL time.Duration
@@ -135,11 +134,11 @@ type Options struct {
 
 // Server is the MCP door.
 type Server struct {
-	cache   *toolcache.Cache
-	tasks   *tasktools.Tools
-	spec    *specTasks
-	log     *slog.Logger
-	acquire func(string) (func(), bool)
+	cache *toolcache.Cache
+	tasks *tasktools.Tools
+	spec  *specTasks
+	log   *slog.Logger
+	calls *principal.Slots
 
 	mcp        *server.MCPServer
 	streamable *server.StreamableHTTPServer
@@ -203,7 +202,7 @@ func New(opts Options) *Server {
 	if maxEvents <= 0 {
 		maxEvents = DefaultMaxEventsPerSession
 	}
-	s := &Server{cache: opts.Cache, tasks: opts.Tasks, log: log, acquire: opts.AcquireCall, owners: newOwners(), agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
+	s := &Server{cache: opts.Cache, tasks: tasktools.New(opts.Tasks, log), log: log, calls: opts.CallSlots, owners: newOwners(), agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
@@ -213,13 +212,16 @@ func New(opts Options) *Server {
 	s.modernPrefix = fmt.Appendf(nil, `{"resultType":%q,"_meta":{%q:%s},`, mcp.ResultTypeComplete, mcp.MetaKeyServerInfo, s.implementationJSON)
 	s.events = newEventStore(storeLimits{events: maxEvents, sessionBytes: maxSessionEventBytes, totalBytes: maxEventStoreBytes, eventBytes: maxStoredEventBytes})
 	s.rounds.max = opts.MaxRoundsPerPrincipal
+	if s.rounds.max <= 0 && opts.CallSlots != nil {
+		s.rounds.max = opts.CallSlots.Max()
+	}
 	if s.rounds.max <= 0 {
 		s.rounds.max = DefaultMaxRoundsPerPrincipal
 	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
 	s.lives = newLifetimes(s.watchCtx)
-	if opts.SpecTasks != nil {
-		s.spec = newSpecTasks(s.watchCtx, opts.SpecTasks, s.notify, s.maxSessions)
+	if opts.Tasks != nil {
+		s.spec = newSpecTasks(s.watchCtx, spectask.New(opts.Tasks, log), s.notify, s.maxSessions)
 		s.spec.inputTimeout = opts.TaskInputTimeout
 		if s.spec.inputTimeout <= 0 {
 			s.spec.inputTimeout = DefaultTaskInputTimeout
@@ -440,9 +442,9 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	// The slot is released when the upstream call ends (see relayed); a
 	// retry of a suspended call runs none of its own.
 	release := func() {}
-	if s.acquire != nil && !isRetry(ctx, req) {
+	if s.calls != nil && !isRetry(ctx, req) {
 		var ok bool
-		if release, ok = s.acquire(call.UserID); !ok {
+		if release, ok = s.calls.Acquire(call.UserID); !ok {
 			return mcp.NewToolResultError("too many concurrent tool calls: this caller is at http.per_principal.max_concurrent_calls"), nil
 		}
 	}
@@ -524,7 +526,7 @@ func startDoorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Reques
 	if c, ok := ctx.Value(callerKey{}).(caller); ok && parent == "" {
 		parent, state = c.traceparent, c.tracestate
 	}
-	attrs := []attribute.KeyValue{tracing.AttrDoor.String(metrics.DoorMCP), tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(call.Name)}
+	attrs := []attribute.KeyValue{tracing.AttrDoor.String(dispatch.DoorMCP), tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(call.Name)}
 	if server != "" {
 		attrs = append(attrs, tracing.AttrServer.String(server))
 	}
@@ -621,7 +623,7 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (dispatc
 	if c.err != nil {
 		return dispatch.Request{}, c.err
 	}
-	call := dispatch.Request{Name: req.Params.Name, UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets, Door: metrics.DoorMCP}
+	call := dispatch.Request{Name: req.Params.Name, UserID: c.p.User, ThreadID: c.thread, Secrets: c.secrets, Door: dispatch.DoorMCP}
 	var meta map[string]any
 	if req.Params.Meta != nil {
 		meta = req.Params.Meta.AdditionalFields

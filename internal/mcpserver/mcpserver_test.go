@@ -24,6 +24,7 @@ import (
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -49,7 +50,7 @@ func newHost(t *testing.T, keys ...settings.Key) *host {
 	h.writeConfig("")
 	cache := toolcache.New(toolcache.Options{ConfigPath: h.cfgPath, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test"})
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys)})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	h.url = srv.URL

@@ -26,6 +26,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testnpm"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
@@ -186,7 +187,7 @@ func newRelayHost(t *testing.T, keys ...settings.Key) *relayHost {
 	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
 	logs := &lockedBuffer{}
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Version: "test",
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys),
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	ends := &requestEnds{by: map[string]chan struct{}{}, out: gw.Handler()}
 	srv := httptest.NewServer(ends)

@@ -19,6 +19,7 @@ import (
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -73,7 +74,7 @@ const answered = `"inputResponses":{"antler":{"action":"accept","content":{}}},`
 // the slot is free again once the call's result is in.
 func TestRoundsHoldTheirCallSlot(t *testing.T) {
 	up := newAskUpstream(t)
-	gw := gateway.New(gateway.Options{Cache: up.config(t), Version: "test", HTTP: gateway.HTTPOptions{MaxCallsPerPrincipal: 2},
+	gw := testgateway.New(t, gateway.Options{Cache: up.config(t), HTTP: gateway.HTTPOptions{MaxCallsPerPrincipal: 2},
 		Auth: principal.New([]settings.Key{{Key: "ka", User: "alice", Role: settings.RoleAgent}, {Key: "kb", User: "bob", Role: settings.RoleAgent}})})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })

@@ -135,6 +135,17 @@ func (m ownedIDs) Terminate(id string) (isNotAllowed bool, err error) {
 	return false, nil
 }
 
+// CORSHeaders are the request headers a browser MCP client sends beyond
+// the REST door's (the protocol-version, session, method and name headers,
+// Last-Event-ID to resume, the thread header) and the answer headers it
+// reads. CORS has no wildcard for a header prefix, so the per-secret
+// headers (HeaderSecretPrefix) cannot be listed: a page sends its secrets
+// as the call's _meta (MetaSecrets).
+func (s *Server) CORSHeaders() (allow, expose []string) {
+	return []string{"Last-Event-ID", "Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", HeaderThreadID},
+		[]string{"Mcp-Session-Id", "Mcp-Protocol-Version"}
+}
+
 // Streamable serves POST, GET and DELETE /mcp. A request carrying an
 // Mcp-Session-Id the caller does not own is 404, like an unknown session
 // (mcp-go does not check the id of a GET), and a GET that names no session

@@ -14,6 +14,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -42,7 +43,7 @@ func TestShutdownEndsOpenMCPStreams(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	cache := toolcache.New(toolcache.Options{ConfigPath: h.cfgPath, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(nil), Logger: log})
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil), Logger: log})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -21,10 +21,10 @@ import (
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
-	"github.com/antler-mcp/antler/internal/spectask"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/taskstore"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
 )
@@ -53,7 +53,7 @@ func newToolsetHost(t *testing.T, toolset, headersFromContext string, keys ...se
 	rt := testtask.New(t, doc, testtask.FastConfig())
 	cache, svc := rt.Cache, rt.Service
 	svc.Start()
-	gw := gateway.New(gateway.Options{Cache: cache, Auth: principal.New(keys), Tasks: svc})
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), Tasks: svc})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	return &host{t: t, url: srv.URL}
@@ -462,7 +462,7 @@ func TestTaskSubscriptionsPerPrincipalAreCapped(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
-	h := doorHost(t, mcpserver.Options{MaxSessionsPerPrincipal: 1, SpecTasks: spectask.New(ts, nil)}, func(r *http.Request) string { return r.Header.Get("X-User") })
+	h := doorHost(t, mcpserver.Options{MaxSessionsPerPrincipal: 1, Tasks: ts}, func(r *http.Request) string { return r.Header.Get("X-User") })
 	first, endFirst := context.WithCancel(context.Background())
 	t.Cleanup(endFirst)
 	if resp := h.openListen(first, map[string]string{"X-User": "alice"}, "mcp-task-x"); resp.StatusCode != 200 {
@@ -528,7 +528,7 @@ func TestTaskPollingKeepsTheSessionAlive(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
-	h := doorHost(t, mcpserver.Options{SessionIdleTTL: 2 * time.Second, SpecTasks: spectask.New(ts, nil)}, asAlice)
+	h := doorHost(t, mcpserver.Options{SessionIdleTTL: 2 * time.Second, Tasks: ts}, asAlice)
 	resp, _ := h.rawPost(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"poll","version":"1"}}}`)
 	session := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
@@ -550,7 +550,7 @@ func TestSpecTaskOfAnUpstreamTaskTool(t *testing.T) {
 		testmcp.StartBinaryHTTP(t, testmcp.BuildTasks2026(t), "tasks2026 server", "http")+"/mcp")
 	rt := testtask.New(t, doc, testtask.FastConfig())
 	rt.Service.Start()
-	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New([]settings.Key{{Key: "ka", User: "alice", Role: settings.RoleAgent}}), Tasks: rt.Service})
+	gw := testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New([]settings.Key{{Key: "ka", User: "alice", Role: settings.RoleAgent}}), Tasks: rt.Service})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	h := &host{t: t, url: srv.URL}

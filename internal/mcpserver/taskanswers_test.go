@@ -23,6 +23,7 @@ import (
 	"github.com/antler-mcp/antler/internal/spectask"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
 )
@@ -431,7 +432,7 @@ func TestTaskQuestionTimesOut(t *testing.T) {
 			t.Fatal("the task never asked")
 		}
 	}
-	h := doorHost(t, mcpserver.Options{SpecTasks: svc, TaskInputTimeout: 300 * time.Millisecond}, asAlice)
+	h := doorHost(t, mcpserver.Options{Tasks: rt.Service, TaskInputTimeout: 300 * time.Millisecond}, asAlice)
 	silent := make(chan struct{})
 	t.Cleanup(func() { close(silent) })
 	c := h.elicitingClient("", never{silent})
@@ -468,7 +469,7 @@ func TestAntlerBehindAntler2026(t *testing.T) {
 	doc := fmt.Sprintf(`{"mcpServers": {"inner": {"type": "http", "url": %q, "headers": {"Authorization": "Bearer ka"}}}}`, inner.url+"/mcp")
 	rt := testtask.New(t, doc, testtask.FastConfig())
 	rt.Service.Start()
-	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(twoKeys), Tasks: rt.Service})
+	gw := testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New(twoKeys), Tasks: rt.Service})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	outer := &host{t: t, url: srv.URL}

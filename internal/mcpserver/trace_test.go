@@ -14,6 +14,7 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
 	"github.com/antler-mcp/antler/internal/tracing"
@@ -30,7 +31,7 @@ func TestTaskSubmitsAreTracedAtTheDoor(t *testing.T) {
 		testmcp.StartReportsHTTP(t)+"/mcp", testtask.ReportsToolset)
 	rt := testtask.NewTraced(t, doc, testtask.FastConfig(), tr)
 	rt.Service.Start()
-	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
+	gw := testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	h := &host{t: t, url: srv.URL}

@@ -19,14 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Doors a tool call comes through.
-const (
-	DoorREST = "rest"
-	DoorMCP  = "mcp"
-	// DoorTask is a durable task's own call (a poll, a cancel, an answer).
-	DoorTask = "task"
-)
-
 // Outcomes of a tool call.
 const (
 	// OutcomeOK is a result the server answered without isError.

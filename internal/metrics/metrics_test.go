@@ -71,7 +71,7 @@ func TestScrape(t *testing.T) {
 func TestScrapeSurvivesAFailingStore(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	m.ToolCall("demo", metrics.DoorREST, metrics.OutcomeOK, time.Millisecond)
+	m.ToolCall("demo", "rest", metrics.OutcomeOK, time.Millisecond)
 	m.SetTaskStats(func(context.Context) (metrics.TaskStats, error) {
 		return metrics.TaskStats{}, errors.New("database is down")
 	})
@@ -101,9 +101,9 @@ func TestNilMetricsDoNothing(t *testing.T) {
 }
 
 func touchAll(m *metrics.Metrics) {
-	m.ToolCall("demo", metrics.DoorREST, metrics.OutcomeOK, 2*time.Millisecond)
-	m.ToolCall("demo", metrics.DoorREST, metrics.OutcomeOK, 3*time.Millisecond)
-	m.ToolCall("demo", metrics.DoorMCP, metrics.OutcomeDenied, time.Microsecond)
+	m.ToolCall("demo", "rest", metrics.OutcomeOK, 2*time.Millisecond)
+	m.ToolCall("demo", "rest", metrics.OutcomeOK, 3*time.Millisecond)
+	m.ToolCall("demo", "mcp", metrics.OutcomeDenied, time.Microsecond)
 	m.PluginCall("mcpInterceptors[0]", metrics.RoleInterceptor, metrics.CarrierWasm, errors.New("trap"), 10*time.Microsecond)
 	m.PluginCall("mcpServers.jobs.task_toolsets[0].driver", metrics.RoleDriver, metrics.CarrierProcess, nil, time.Millisecond)
 	m.Session("fs", metrics.SessionStarted)

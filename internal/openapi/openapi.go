@@ -10,6 +10,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"sync"
 )
 
 // Source is the document as written, with info.version "dev".
@@ -40,4 +42,24 @@ func Document(version string) ([]byte, error) {
 		return nil, fmt.Errorf("openapi document: %w", err)
 	}
 	return out.Bytes(), nil
+}
+
+// Path is where the gateway serves the document.
+const Path = "/openapi.json"
+
+// Handler answers with the document, info.version set to version. Like
+// /healthz it needs no key: it describes the routes the README documents
+// and holds no secret or configuration. The document is built once, on the
+// first request.
+func Handler(version string) http.Handler {
+	doc := sync.OnceValues(func() ([]byte, error) { return Document(version) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		b, err := doc()
+		if err != nil { // the embedded document is tested to parse
+			w.WriteHeader(http.StatusInternalServerError)
+			b = []byte(`{"error":"the OpenAPI document is unavailable"}`)
+		}
+		_, _ = w.Write(b)
+	})
 }

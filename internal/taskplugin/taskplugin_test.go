@@ -22,6 +22,7 @@ import (
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskplugin"
+	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
 	"github.com/antler-mcp/antler/plugins/plugintest"
@@ -101,7 +102,7 @@ func newRig(t *testing.T, driver string) *rig {
 	cfg.TrackingDegradedAfterErrors = 2
 	rt := testtask.New(t, doc, cfg)
 	rt.Service.Start()
-	gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
+	gw := testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	return &rig{t: t, url: srv.URL, rt: rt}
@@ -326,7 +327,7 @@ func TestServerDriverRunsSpecTaskTools(t *testing.T) {
 			doc := fmt.Sprintf(`{"mcpServers": {"t26": {"command": %q, "driver": %s}}}`, tasks2026, c.entry(t, "testdata/inline", 10000))
 			rt := testtask.New(t, doc, testtask.FastConfig())
 			rt.Service.Start()
-			gw := gateway.New(gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
+			gw := testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New(nil), Tasks: rt.Service})
 			srv := httptest.NewServer(gw.Handler())
 			t.Cleanup(func() { gw.Close(); srv.Close() })
 			r := &rig{t: t, url: srv.URL, rt: rt}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/antler-mcp/antler/internal/config"
 	"github.com/antler-mcp/antler/internal/dispatch"
-	"github.com/antler-mcp/antler/internal/metrics"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
 	"github.com/antler-mcp/antler/internal/task/spectasks"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -54,7 +53,7 @@ func (c CacheCaller) CallTool(ctx context.Context, call ordinary.ToolCall) (json
 		secrets = nil // background calls never carry per-request credentials
 	}
 	return snap.CallServerTool(ctx, call.Server, call.Tool, dispatch.Request{
-		Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: secrets, Door: metrics.DoorTask,
+		Arguments: call.Arguments, UserID: call.UserID, ThreadID: call.ThreadID, Secrets: secrets, Door: dispatch.DoorTask,
 	}, call.RequestScopedHeaders)
 }
 
@@ -78,7 +77,7 @@ func (c SpecCaller) Call(ctx context.Context, call spectasks.Call) (spectasks.Re
 	}
 	var session string
 	req := dispatch.Request{
-		UserID: call.UserID, ThreadID: call.ThreadID, Session: call.Session, Door: metrics.DoorTask,
+		UserID: call.UserID, ThreadID: call.ThreadID, Session: call.Session, Door: dispatch.DoorTask,
 		OnSession: func(s string) { session = s },
 	}
 	if call.Hold != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/interceptor"
 	"github.com/antler-mcp/antler/internal/plugins"
+	"github.com/antler-mcp/antler/internal/routing"
 	"github.com/antler-mcp/antler/internal/sessionpool"
 	"github.com/antler-mcp/antler/internal/tracing"
 	"github.com/antler-mcp/antler/internal/upstream"
@@ -139,6 +140,22 @@ type ToolSet struct {
 // Tracer is the tracer of the calls the tool set routes, for the doors'
 // spans; nil when tracing is off.
 func (s *ToolSet) Tracer() *tracing.Tracer { return s.tracer }
+
+// RoutingHints returns the set's routing hints (tools whose routing is
+// "prefer" with keywords, the deferred ones excluded) and the system-prompt
+// section rendering them; hints is never nil.
+func (s *ToolSet) RoutingHints(deferred map[string]bool) (section string, hints []routing.Hint) {
+	entries := make([]routing.Entry, 0, len(s.Tools))
+	for _, t := range s.Tools {
+		if t.Routing != nil {
+			entries = append(entries, routing.Entry{Name: t.Name, Routing: *t.Routing})
+		}
+	}
+	if hints = routing.Hints(entries, deferred); hints == nil {
+		hints = []routing.Hint{}
+	}
+	return routing.Render(hints), hints
+}
 
 // Tool returns the tool exposed as name.
 func (s *ToolSet) Tool(name string) (Tool, bool) {

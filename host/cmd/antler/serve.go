@@ -21,11 +21,15 @@ import (
 	"github.com/antler-mcp/antler/internal/audit"
 	"github.com/antler-mcp/antler/internal/catalog"
 	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/configadmin"
+	"github.com/antler-mcp/antler/internal/dashboard"
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/envvar"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/launchpolicy"
+	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/metrics"
+	"github.com/antler-mcp/antler/internal/openapi"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/task"
@@ -218,10 +222,17 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	// ./extensions_config.json when there is none); the stdio launch policy
 	// and the $VAR allowlist are read from the environment once.
 	envRefs := config.EnvAllowlistFromEnv(os.LookupEnv)
-	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks, Catalog: cat,
-		LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), ConfigEnvAllowlist: &envRefs, HTTP: gateway.HTTPOptionsFrom(st.HTTP), Version: versionString(),
-		Pprof: st.Debug.Pprof, TaskInputTimeout: st.TaskInputTimeout()}
-	gopts.Metrics, gopts.ServeMetrics, gopts.Audit = m, st.MetricsListen == "", auditLog
+	admin := configadmin.New(configadmin.Options{Tools: cache, LaunchPolicy: launchpolicy.FromEnv(os.LookupEnv), EnvAllowlist: &envRefs,
+		Logger: log, Audit: auditLog, Metrics: m, Catalog: cat})
+	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks, Admin: admin, HTTP: gateway.HTTPOptionsFrom(st.HTTP),
+		Pprof: st.Debug.Pprof, Pages: pages(versionString())}
+	gopts.MCP = func(calls *principal.Slots) gateway.MCPDoor {
+		return mcpserver.New(mcpserver.Options{Cache: cache, Tasks: tasks, Logger: log, Version: versionString(), CallSlots: calls,
+			TaskInputTimeout: st.TaskInputTimeout()})
+	}
+	if m != nil && st.MetricsListen == "" {
+		gopts.Metrics = m.Handler()
+	}
 	srv := gateway.New(gopts)
 	if m != nil && st.MetricsListen != "" {
 		stopMetrics, err := serveMetrics(st.MetricsListen, m, log)
@@ -376,4 +387,10 @@ func serveMetrics(addr string, m *metrics.Metrics, log *slog.Logger) (stop func(
 	}()
 	log.Info("metrics listening", "addr", "http://"+ln.Addr().String()+"/metrics")
 	return func() { hs.Close() }, nil
+}
+
+// pages are what the gateway serves without a key: the OpenAPI document
+// and the operator's web UI (which calls /api with the operator's key).
+func pages(version string) map[string]http.Handler {
+	return map[string]http.Handler{openapi.Path: openapi.Handler(version), dashboard.Prefix + "*": dashboard.Handler()}
 }
