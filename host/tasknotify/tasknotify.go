@@ -1,7 +1,7 @@
 // Package tasknotify delivers durable task events to the agent side: the
 // envelope every consumer receives (webhook body and SSE data alike), the
-// webhook sender with its signature and idempotency key, and how a
-// receiver's answer is classified.
+// webhook sender with its signature, idempotency key and W3C trace context
+// headers, and how a receiver's answer is classified.
 //
 // An event carries what a remote MCP server said (results, errors, input
 // questions). That is data, never instructions: the envelope's trusted
@@ -67,6 +67,13 @@ type Event struct {
 	// Answerable says the task's driver can take answers, which picks
 	// AnswerInstruction over Instruction.
 	Answerable bool
+	// TraceParent and TraceState are the W3C trace context of the delivery
+	// ("" for none: tracing off). The webhook sends them as the traceparent
+	// and tracestate headers, never in the envelope: a resend of one
+	// attempt keeps its body (and idempotency key) while each delivery is
+	// traced anew, and the signature covers the body only.
+	TraceParent string
+	TraceState  string
 }
 
 // IdempotencyKey is "mcp-task:<task id>:<version>:<attempt>": equal for
@@ -141,6 +148,10 @@ const (
 	HeaderSignature      = "X-Antler-Signature"
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderEvent          = "X-Antler-Event"
+	// HeaderTraceParent and HeaderTraceState carry the delivery's W3C trace
+	// context when it has one; they are not signed.
+	HeaderTraceParent = "traceparent"
+	HeaderTraceState  = "tracestate"
 )
 
 // Webhook POSTs each event's envelope as JSON to URL, signed with Secret.
@@ -157,7 +168,8 @@ type Webhook struct {
 
 var _ Notifier = (*Webhook)(nil)
 
-// Notify sends e. The receiver's answer decides: 2xx delivered; 404 or 410
+// Notify sends e, with e's trace context, if any, as the traceparent and
+// tracestate headers. The receiver's answer decides: 2xx delivered; 404 or 410
 // ErrPermanent; 409 ErrBusy; any other status, redirects included (they are
 // never followed), ErrRefused. Error texts name
 // the status or the transport failure, never the URL (it may carry a token).
@@ -185,6 +197,12 @@ func (w *Webhook) Notify(ctx context.Context, e Event) error {
 	req.Header.Set(HeaderIdempotencyKey, e.IdempotencyKey())
 	req.Header.Set(HeaderEvent, "mcp_task.event")
 	req.Header.Set(HeaderSignature, Sign(w.Secret, now(), body))
+	if e.TraceParent != "" {
+		req.Header.Set(HeaderTraceParent, e.TraceParent)
+		if e.TraceState != "" {
+			req.Header.Set(HeaderTraceState, e.TraceState)
+		}
+	}
 	client := http.Client{Timeout: timeout}
 	if w.Client != nil {
 		client = *w.Client

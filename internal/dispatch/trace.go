@@ -75,7 +75,10 @@ func (ep *Endpoint) traced(ctx context.Context, chain []interceptor.Interceptor,
 }
 
 // EndSpan ends a door's span with the call's outcome (ok, tool_error,
-// denied, failed).
+// denied, failed), as the call path's spans record it: a failed or denied
+// call is status Error with the outcome as its description, even when the
+// door then answers the model with an error result. Both doors end theirs
+// with it.
 func EndSpan(span trace.Span, raw json.RawMessage, err error) { end(span, raw, err) }
 
 // end ends a call path span with the request's outcome.

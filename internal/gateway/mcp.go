@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -60,30 +61,15 @@ func (s *Server) callTool(c echo.Context) error {
 	if !ok {
 		return apierror.New(http.StatusNotFound, "unknown tool %q", truncateField(name))
 	}
-	call := func() error { return s.invokeREST(c, snap, name, req) }
+	end := s.doorSpan(c, snap.Tracer(), tool)
 	if tool.IsDurable() {
-		call = func() error { return s.submitTask(c, tool, req) }
+		res, err := s.taskTools.Submit(c.Request().Context(), tool, s.taskCall(c, req))
+		end(nil, tasktools.SpanError(res, err))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, res)
 	}
-	tr := snap.Tracer()
-	if tr == nil {
-		return call()
-	}
-	r := c.Request()
-	ctx, span := tr.StartRemote(r.Context(), SpanRESTCall, r.Header.Get(tracing.KeyTraceparent), r.Header.Get(tracing.KeyTracestate),
-		tracing.AttrDoor.String(dispatch.DoorREST), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
-	c.SetRequest(r.WithContext(ctx))
-	err = call()
-	tracing.End(span, err)
-	return err
-}
-
-// SpanRESTCall is the server span of a REST tool call (a plain call or a
-// durable task's submit), the parent of the call path's spans.
-const SpanRESTCall = "antler.rest tools/call"
-
-// invokeREST makes a REST tool call through the shared call path and
-// answers it: the result, or a failure as the model-safe error result.
-func (s *Server) invokeREST(c echo.Context, snap *toolcache.ToolSet, name string, req CallRequest) error {
 	raw, err := snap.Invoke(c.Request().Context(), dispatch.Request{
 		Name:      name,
 		Arguments: req.Arguments,
@@ -92,6 +78,33 @@ func (s *Server) invokeREST(c echo.Context, snap *toolcache.ToolSet, name string
 		Secrets:   req.Secrets,
 		Door:      dispatch.DoorREST,
 	})
+	end(raw, err)
+	return answerREST(c, name, raw, err)
+}
+
+// SpanRESTCall is the server span of a REST tool call (a plain call or a
+// durable task's submit), the parent of the call path's spans.
+const SpanRESTCall = "antler.rest tools/call"
+
+// doorSpan starts the REST door's server span for a call of tool, a child
+// of the caller's traceparent header, and puts it in the request's context.
+// end records the call's outcome as dispatch.EndSpan does on the MCP door:
+// a failed or denied call (whatever error result the model then reads)
+// marks the span failed. With tracing off end does nothing.
+func (s *Server) doorSpan(c echo.Context, tr *tracing.Tracer, tool toolcache.Tool) (end func(json.RawMessage, error)) {
+	if tr == nil {
+		return func(json.RawMessage, error) {}
+	}
+	r := c.Request()
+	ctx, span := tr.StartRemote(r.Context(), SpanRESTCall, r.Header.Get(tracing.KeyTraceparent), r.Header.Get(tracing.KeyTracestate),
+		tracing.AttrDoor.String(dispatch.DoorREST), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
+	c.SetRequest(r.WithContext(ctx))
+	return func(raw json.RawMessage, err error) { dispatch.EndSpan(span, raw, err) }
+}
+
+// answerREST answers a REST tool call: the result, or a failure as the
+// model-safe error result.
+func answerREST(c echo.Context, name string, raw json.RawMessage, err error) error {
 	if err != nil {
 		var ce *dispatch.CallError
 		if errors.As(err, &ce) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
@@ -219,19 +218,7 @@ func TestRefusedAnswerGivesTheQuestionBack(t *testing.T) {
 	// Cancel the remote task directly, as another client of the upstream
 	// could; Antler polls an input_required task only every minute.
 	ctx := context.Background()
-	c, err := client.NewStreamableHttpClient(base + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	c := mcpClient(t, base, mcp.LATEST_PROTOCOL_VERSION)
 	var stats struct {
 		PerTask map[string]any `json:"per_task"`
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/tasktools"
-	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/workspace"
 )
 
@@ -21,15 +20,6 @@ const (
 	ToolListTasks  = tasktools.ToolListTasks
 	ToolCancelTask = tasktools.ToolCancelTask
 )
-
-// submitTask replaces a task_toolset submit tool's call (see tasktools).
-func (s *Server) submitTask(c echo.Context, t toolcache.Tool, req CallRequest) error {
-	res, err := s.taskTools.Submit(c.Request().Context(), t, s.taskCall(c, req))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, res)
-}
 
 // callHostTool serves list_background_tasks and cancel_background_task.
 func (s *Server) callHostTool(c echo.Context, name string, req CallRequest) error {

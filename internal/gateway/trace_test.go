@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/testtask"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/tracing"
 )
@@ -33,23 +35,10 @@ import (
 // the traceparent header); no span holds the credential's value.
 func TestTraceSpanTrees(t *testing.T) {
 	const secret = "sk-trace-canary-7731"
-	exp := tracetest.NewInMemoryExporter()
-	tr := tracing.New(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-
-	doc := fmt.Sprintf(`{"mcpServers": {
+	a, exp := newTracedAPI(t, fmt.Sprintf(`{"mcpServers": {
 		"stdio": {"command": %q},
 		"http": {"type": "http", "url": %q, "user_auth": {"users": {"default": "Bearer %s"}}}
-	}}`, testmcp.Build(t), testmcp.StartHTTP(t, "http")+"/mcp", secret)
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, Tracer: tr})
-	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
-	t.Cleanup(srv.Close)
-	a := &api{t: t, url: srv.URL}
+	}}`, testmcp.Build(t), testmcp.StartHTTP(t, "http")+"/mcp", secret))
 
 	// whoami reports the headers and the _meta its call arrived with.
 	type seen struct {
@@ -66,19 +55,7 @@ func TestTraceSpanTrees(t *testing.T) {
 		return s
 	}
 	ctx := context.Background()
-	mc, err := client.NewStreamableHttpClient(srv.URL + "/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mc.Close() })
-	if err := mc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = "2025-11-25"
-	if _, err := mc.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	mc := mcpClient(t, a.url, "2025-11-25")
 	doors := []struct {
 		name string
 		door string
@@ -161,19 +138,9 @@ func TestTraceSpanTrees(t *testing.T) {
 // TestTraceContinuesTheCallersTrace: a REST call carrying a W3C traceparent
 // header is traced as a child of the caller's span.
 func TestTraceContinuesTheCallersTrace(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tr := tracing.New(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"mcpServers": {"stdio": {"command": %q}}}`, testmcp.Build(t))), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, Tracer: tr})
-	t.Cleanup(cache.Close)
-	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
-	t.Cleanup(srv.Close)
+	a, exp := newTracedAPI(t, fmt.Sprintf(`{"mcpServers": {"stdio": {"command": %q}}}`, testmcp.Build(t)))
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	req, _ := http.NewRequest("POST", srv.URL+"/api/mcp/tools/stdio_echo/call", strings.NewReader(`{"arguments": {"message": "hi"}}`))
+	req, _ := http.NewRequest("POST", a.url+"/api/mcp/tools/stdio_echo/call", strings.NewReader(`{"arguments": {"message": "hi"}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("traceparent", "00-"+traceID+"-"+parentID+"-01")
 	resp, err := http.DefaultClient.Do(req)
@@ -196,10 +163,143 @@ func TestTraceContinuesTheCallersTrace(t *testing.T) {
 	t.Fatalf("no door span among %v", names(exp.GetSpans()))
 }
 
+// newTracedAPI is newAPI with tracing on, its spans in the returned
+// in-memory exporter.
+func newTracedAPI(t *testing.T, doc string) (*api, *tracetest.InMemoryExporter) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	tr := tracing.New(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, Tracer: tr})
+	t.Cleanup(cache.Close)
+	srv := httptest.NewServer(testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil)}).Handler())
+	t.Cleanup(srv.Close)
+	return &api{t: t, url: srv.URL}, exp
+}
+
+// mcpClient is an MCP client of the gateway at base, initialized with
+// protocol version.
+func mcpClient(t *testing.T, base, version string) *client.Client {
+	t.Helper()
+	ctx := context.Background()
+	c, err := client.NewStreamableHttpClient(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = version
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func names(spans tracetest.SpanStubs) []string {
 	out := make([]string, len(spans))
 	for i, s := range spans {
 		out[i] = s.Name
 	}
 	return out
+}
+
+// TestTraceDoorSpanFailsWithTheCall: on both doors, a call the model is
+// answered with an error result for (the upstream failed) ends the door's
+// span failed, its description the outcome word and never the upstream's
+// text; an upstream tool's own error result (isError) is recorded as the
+// outcome tool_error on a span that did not fail, as the call path's spans
+// record it.
+func TestTraceDoorSpanFailsWithTheCall(t *testing.T) {
+	const canary = "sk-door-canary-5512"
+	a, exp := newTracedAPI(t, fmt.Sprintf(`{"mcpServers": {"stdio": {"command": %q}, "reports": {"command": %q, %s}}}`,
+		testmcp.Build(t), testmcp.BuildReports(t), testtask.ReportsToolset))
+	ctx := context.Background()
+	mc := mcpClient(t, a.url, "2025-11-25")
+
+	doors := []struct {
+		name string
+		span string
+		// call makes the call and reports whether the model got an error
+		// result.
+		call func(t *testing.T, tool string, args map[string]any) bool
+	}{
+		{"REST", gateway.SpanRESTCall, func(t *testing.T, tool string, args map[string]any) bool {
+			body, _ := json.Marshal(map[string]any{"arguments": args, "thread_id": "t-trace", "secrets": map[string]string{"token": canary}})
+			code, res := a.do("POST", "/api/mcp/tools/"+tool+"/call", string(body))
+			if code != http.StatusOK {
+				t.Fatalf("%s: %d %v", tool, code, res)
+			}
+			return res["isError"] == true
+		}},
+		{"MCP", mcpserver.SpanMCPCall, func(t *testing.T, tool string, args map[string]any) bool {
+			res, err := mc.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+			if err != nil {
+				t.Fatalf("%s: %v", tool, err)
+			}
+			return res.IsError
+		}},
+	}
+	calls := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		outcome string
+		status  codes.Code
+	}{
+		{"an upstream failure fails the door span", "stdio_write_file",
+			map[string]any{"path": canary + "/out.txt", "content": canary, "rpc_error": true}, "failed", codes.Error},
+		{"a durable task's submit the runtime cannot take fails the door span", "reports_submit_report",
+			map[string]any{"topic": canary}, "failed", codes.Error},
+		{"an upstream tool's error result is the outcome tool_error", "stdio_fail",
+			map[string]any{"message": canary}, "tool_error", codes.Unset},
+	}
+	for _, d := range doors {
+		for _, c := range calls {
+			t.Run(d.name+"/"+c.name, func(t *testing.T) {
+				exp.Reset()
+				if !d.call(t, c.tool, c.args) {
+					t.Fatal("the model got no error result")
+				}
+				var door *tracetest.SpanStub
+				spans := exp.GetSpans()
+				for i := range spans {
+					if spans[i].Name == d.span {
+						door = &spans[i]
+					}
+				}
+				if door == nil {
+					t.Fatalf("no %q span among %v", d.span, names(spans))
+				}
+				var outcome string
+				for _, kv := range door.Attributes {
+					if kv.Key == tracing.AttrOutcome {
+						outcome = kv.Value.AsString()
+					}
+				}
+				if door.Status.Code != c.status || outcome != c.outcome {
+					t.Errorf("door span status %v %q, outcome %q; want %v, outcome %q", door.Status.Code, door.Status.Description, outcome, c.status, c.outcome)
+				}
+				if c.status == codes.Error && door.Status.Description != c.outcome {
+					t.Errorf("door span description %q, want the outcome %q", door.Status.Description, c.outcome)
+				}
+				for _, s := range spans {
+					if strings.Contains(s.Status.Description, canary) {
+						t.Errorf("span %s status holds the canary: %q", s.Name, s.Status.Description)
+					}
+					for _, kv := range s.Attributes {
+						if strings.Contains(kv.Value.Emit(), canary) {
+							t.Errorf("span %s attribute %s holds the canary", s.Name, kv.Key)
+						}
+					}
+				}
+			})
+		}
+	}
 }

@@ -436,7 +436,7 @@ func (s *Server) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if tool.IsDurable() {
 		ctx, end := doorSpan(ctx, snap.Tracer(), call, tool)
 		res, err := s.tasks.Submit(ctx, tool, call)
-		end(err)
+		end(tasktools.SpanError(res, err))
 		return fromResult(res, err)
 	}
 	// The slot is released when the upstream call ends (see relayed); a
@@ -507,15 +507,16 @@ func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.ToolS
 }
 
 // doorSpan starts the endpoint's server span for a call that does not go
-// through invoke (a durable task's submit); end is a no-op when tracing is
-// off.
+// through invoke (a durable task's submit); end records the outcome as
+// invokeTraced does (a failed or denied submit marks the span failed) and
+// is a no-op when tracing is off.
 func doorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Request, tool toolcache.Tool) (context.Context, func(error)) {
 	if tr == nil {
 		return ctx, func(error) {}
 	}
 	call.Name = tool.Name // the exposed name, as invoke sets it
 	ctx, span := startDoorSpan(ctx, tr, call, tool.Server)
-	return ctx, func(err error) { tracing.End(span, err) }
+	return ctx, func(err error) { dispatch.EndSpan(span, nil, err) }
 }
 
 // startDoorSpan starts the server span of a tools/call under the caller's

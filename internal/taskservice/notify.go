@@ -67,11 +67,15 @@ func (s *Service) notifyOne(ctx context.Context, row taskstore.Task) error {
 		}
 	}
 	nctx, cancel := context.WithTimeout(ctx, notifyTimeout(s.cfg))
-	err := s.notifier.Notify(nctx, tasknotify.Event{
+	ev := tasknotify.Event{
 		TaskID: row.ID, ThreadID: row.ThreadID, UserID: row.UserID,
 		Version: row.DispatchVersion, Attempt: row.DispatchAttempt, Data: row.DispatchEvent,
 		Answerable: s.CanAnswer(row),
-	})
+	}
+	if s.tracer != nil {
+		ev.TraceParent, ev.TraceState = s.tracer.Inject(ctx)
+	}
+	err := s.notifier.Notify(nctx, ev)
 	cancel()
 	at := s.now()
 	if err != nil && ctx.Err() != nil {

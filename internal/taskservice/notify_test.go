@@ -38,6 +38,11 @@ type delivery struct {
 	key  string
 	body tasknotify.Envelope
 	raw  string
+	// traceparent and tracestate are the W3C trace context headers
+	// ("" when absent).
+	traceparent, tracestate string
+	// traceHeaders counts the trace context headers present.
+	traceHeaders int
 }
 
 func newReceiver(t *testing.T, script ...int) *receiver {
@@ -57,7 +62,9 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.t.Errorf("delivery body is not JSON: %v", err)
 	}
 	r.mu.Lock()
-	r.got = append(r.got, delivery{key: req.Header.Get(tasknotify.HeaderIdempotencyKey), body: env, raw: string(body)})
+	r.got = append(r.got, delivery{key: req.Header.Get(tasknotify.HeaderIdempotencyKey), body: env, raw: string(body),
+		traceparent: req.Header.Get(tasknotify.HeaderTraceParent), tracestate: req.Header.Get(tasknotify.HeaderTraceState),
+		traceHeaders: len(req.Header.Values(tasknotify.HeaderTraceParent)) + len(req.Header.Values(tasknotify.HeaderTraceState))})
 	code := r.script[min(len(r.got), len(r.script))-1]
 	r.mu.Unlock()
 	if code == 0 {

@@ -127,6 +127,20 @@ func (t *Tools) Submit(ctx context.Context, tool toolcache.Tool, call dispatch.R
 	return StructuredResult(out), nil
 }
 
+// ErrSubmitFailed stands, on a door's span, for the failure an error result
+// of Submit reports to the model (the runtime is off, or the submit failed).
+var ErrSubmitFailed = errors.New("MCP task submit failed")
+
+// SpanError is the error a door's span around Submit ends with: err, or
+// ErrSubmitFailed when res is an error result, so that the span records the
+// submit as failed although the model is answered with a result.
+func SpanError(res Result, err error) error {
+	if err == nil && res["isError"] == true {
+		return ErrSubmitFailed
+	}
+	return err
+}
+
 // SubmitRequest is taskservice.SubmitRequest, for the doors that submit
 // themselves.
 func SubmitRequest(tool toolcache.Tool, call dispatch.Request) task.SubmitRequest {
