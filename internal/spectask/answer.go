@@ -108,7 +108,8 @@ func (s *Service) record(ctx context.Context, row taskstore.Task, key string, a 
 	if !s.ts.CanAnswer(row) {
 		return taskstore.Task{}, fmt.Errorf("%w: %s", ErrCannotAnswer, taskservice.ErrCannotAnswer.Error())
 	}
-	out, err := s.ts.Answer(ctx, row.ID, row.Scope(), a)
+	// Recorded only while the task asks the question key was derived from.
+	out, err := s.ts.AnswerQuestion(ctx, row.ID, row.Scope(), row.Question(), a)
 	var nir *taskstore.NotInputRequiredError
 	switch {
 	case err == nil:
@@ -118,6 +119,8 @@ func (s *Service) record(ctx context.Context, row taskstore.Task, key string, a 
 		return taskstore.Task{}, ErrNotFound
 	case errors.Is(err, taskservice.ErrCannotAnswer):
 		return taskstore.Task{}, fmt.Errorf("%w: %s", ErrCannotAnswer, err.Error())
+	case errors.Is(err, taskstore.ErrQuestionChanged):
+		return taskstore.Task{}, fmt.Errorf("%w: the task asks another question now; answer that one", ErrAnswerConflict)
 	case errors.Is(err, taskstore.ErrAnswerPending):
 		return taskstore.Task{}, fmt.Errorf("%w: an answer to this task is already pending delivery; wait for it to be delivered", ErrAnswerConflict)
 	case errors.As(err, &nir):

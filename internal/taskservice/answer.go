@@ -40,6 +40,17 @@ func (s *Service) CanAnswer(row taskstore.Task) bool {
 // still pending (taskstore.ErrAnswerPending). The answer's content is the
 // user's data: no error or log line quotes it.
 func (s *Service) Answer(ctx context.Context, id string, sc task.Scope, a task.Answer) (taskstore.Task, error) {
+	return s.answer(ctx, id, sc, nil, a)
+}
+
+// AnswerQuestion is Answer for an answer to question q, the one the
+// client was shown: it is recorded only while the task still asks q, else
+// the error is taskstore.ErrQuestionChanged and nothing is recorded.
+func (s *Service) AnswerQuestion(ctx context.Context, id string, sc task.Scope, q taskstore.Question, a task.Answer) (taskstore.Task, error) {
+	return s.answer(ctx, id, sc, &q, a)
+}
+
+func (s *Service) answer(ctx context.Context, id string, sc task.Scope, q *taskstore.Question, a task.Answer) (taskstore.Task, error) {
 	if !s.Running() {
 		return taskstore.Task{}, ErrNotRunning
 	}
@@ -59,7 +70,12 @@ func (s *Service) Answer(ctx context.Context, id string, sc task.Scope, a task.A
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	row, err = s.store.RecordAnswer(ctx, id, sc, answerIDPrefix+hex.EncodeToString(b[:]), body, s.now())
+	answerID := answerIDPrefix + hex.EncodeToString(b[:])
+	if q != nil {
+		row, err = s.store.RecordAnswerTo(ctx, id, sc, *q, answerID, body, s.now())
+	} else {
+		row, err = s.store.RecordAnswer(ctx, id, sc, answerID, body, s.now())
+	}
 	if err == nil {
 		s.auditTask(row, "answer_recorded", task.StatusInputRequired)
 	}

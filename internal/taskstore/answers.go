@@ -29,6 +29,22 @@ const notPendingAnswer = "(answer_status IS NULL OR answer_status <> '" + Answer
 // the task waits for delivery.
 var ErrAnswerPending = errors.New("taskstore: an answer to this task is already pending delivery")
 
+// ErrQuestionChanged is returned by RecordAnswerTo when the task waits for
+// input but no longer asks the question the answer is for.
+var ErrQuestionChanged = errors.New("taskstore: the task asks another question now")
+
+// Question names the question an answer is for: the task's previous answer
+// id and its stored question, as read (Task.Question).
+type Question struct {
+	AnswerID      string
+	InputRequired json.RawMessage
+}
+
+// Question is the question t asks (meaningful while it is input_required).
+func (t Task) Question() Question {
+	return Question{AnswerID: t.AnswerID, InputRequired: t.InputRequired}
+}
+
 // NotInputRequiredError is returned by RecordAnswer for a task that is not
 // waiting for input (Status is its status; CancelRequested when a cancel of
 // it is pending).
@@ -53,14 +69,33 @@ func (e *NotInputRequiredError) Error() string {
 // is still pending is ErrAnswerPending; another user's or thread's task is
 // ErrNotFound.
 func (s *Store) RecordAnswer(ctx context.Context, id string, sc task.Scope, answerID string, answer json.RawMessage, at time.Time) (Task, error) {
+	return s.recordAnswer(ctx, id, sc, nil, answerID, answer, at)
+}
+
+// RecordAnswerTo is RecordAnswer for an answer to question q: in the same
+// write, the task must still ask it (the same previous answer id and stored
+// question), or the answer is not recorded and the error is
+// ErrQuestionChanged. A client that read the question and answered it
+// cannot have its answer taken by a later question it never saw.
+func (s *Store) RecordAnswerTo(ctx context.Context, id string, sc task.Scope, q Question, answerID string, answer json.RawMessage, at time.Time) (Task, error) {
+	return s.recordAnswer(ctx, id, sc, &q, answerID, answer, at)
+}
+
+func (s *Store) recordAnswer(ctx context.Context, id string, sc task.Scope, q *Question, answerID string, answer json.RawMessage, at time.Time) (Task, error) {
 	if answerID == "" || len(answerID) > 64 {
 		return Task{}, fmt.Errorf("taskstore: record answer to %s: answer id must have 1 to 64 characters", id)
 	}
-	t, ok, err := s.writeTask(ctx, at, `UPDATE mcp_tasks SET status = `+statusSQL(task.StatusWorking)+`, answer_status = '`+AnswerPending+`',
+	query := `UPDATE mcp_tasks SET status = ` + statusSQL(task.StatusWorking) + `, answer_status = '` + AnswerPending + `',
  answer_id = $4, answer = $5, answer_recorded_at = $6, answer_error = NULL,
- next_poll_at = $6, updated_at = $6, `+clearLease+`
- WHERE id = $1 AND user_id = $2 AND thread_id = $3 AND status = `+statusSQL(task.StatusInputRequired)+`
- AND cancel_requested_at IS NULL AND `+notPendingAnswer, id, sc.User, sc.Thread, answerID, jsonText(answer), ms(at))
+ next_poll_at = $6, updated_at = $6, ` + clearLease + `
+ WHERE id = $1 AND user_id = $2 AND thread_id = $3 AND status = ` + statusSQL(task.StatusInputRequired) + `
+ AND cancel_requested_at IS NULL AND ` + notPendingAnswer
+	args := []any{id, sc.User, sc.Thread, answerID, jsonText(answer), ms(at)}
+	if q != nil {
+		query += ` AND COALESCE(answer_id, '') = $7 AND COALESCE(input_required, '') = $8`
+		args = append(args, q.AnswerID, string(q.InputRequired))
+	}
+	t, ok, err := s.writeTask(ctx, at, query, args...)
 	if err != nil {
 		return Task{}, fmt.Errorf("taskstore: record answer to %s: %w", id, err)
 	}
@@ -76,6 +111,8 @@ func (s *Store) RecordAnswer(ctx context.Context, id string, sc task.Scope, answ
 		return Task{}, fmt.Errorf("taskstore: record answer to %s: %w", id, err)
 	case t.AnswerStatus == AnswerPending && !t.Status.IsTerminal():
 		return t, ErrAnswerPending
+	case q != nil && t.Status == task.StatusInputRequired && t.CancelRequestedAt.IsZero():
+		return t, ErrQuestionChanged
 	}
 	return t, &NotInputRequiredError{Status: t.Status, CancelRequested: !t.CancelRequestedAt.IsZero()}
 }

@@ -71,6 +71,35 @@ func testRecordAnswer(t *testing.T, s *taskstore.Store) {
 	}
 }
 
+// testRecordAnswerTo: an answer to a question is taken only while the task
+// still asks that question. After the remote asked another one, the answer
+// to the first is refused with ErrQuestionChanged and nothing is recorded;
+// an answer to the question asked now is taken.
+func testRecordAnswerTo(t *testing.T, s *taskstore.Store) {
+	ctx := context.Background()
+	sc := task.Scope{User: user, Thread: thread}
+	first := asking(t, s, "ask").Question()
+	claimed := claimOne(t, s, at(0), "owner-a", "ask")
+	second := taskstore.State{Status: "input_required", InputRequired: json.RawMessage(`{"question":"Which quarter?"}`)}
+	if !apply(t, s, "ask", "owner-a", claimed.LeaseToken, second, at(time.Second), at(time.Second)) {
+		t.Fatal("the poll asking a second question was fenced")
+	}
+	got, err := s.RecordAnswerTo(ctx, "ask", sc, first, "answer-1", json.RawMessage(answerJSON), at(2*time.Second))
+	if !errors.Is(err, taskstore.ErrQuestionChanged) {
+		t.Fatalf("answer to the first question after the second was asked: %v, want ErrQuestionChanged", err)
+	}
+	if got.Status != "input_required" || got.AnswerStatus != "" || got.AnswerID != "" || string(got.InputRequired) != `{"question":"Which quarter?"}` {
+		t.Fatalf("the refused answer changed the task: %+v", got)
+	}
+	got, err = s.RecordAnswerTo(ctx, "ask", sc, got.Question(), "answer-2", json.RawMessage(answerJSON), at(3*time.Second))
+	if err != nil || got.AnswerStatus != taskstore.AnswerPending || got.AnswerID != "answer-2" {
+		t.Fatalf("answer to the question asked now: %+v %v", got, err)
+	}
+	if _, err := s.RecordAnswerTo(ctx, "ask", task.Scope{User: "user-2", Thread: thread}, got.Question(), "answer-3", json.RawMessage(answerJSON), at(4*time.Second)); !errors.Is(err, taskstore.ErrNotFound) {
+		t.Errorf("another user's answer: %v, want ErrNotFound", err)
+	}
+}
+
 // testAnswerDelivery: the claim of a task with a pending answer is the
 // delivery's lease. A failed delivery keeps the answer pending with its
 // error; the reply clears it and stores the state and driver data in one

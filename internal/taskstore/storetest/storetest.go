@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"CreateAfterReservationExpired", testCreateAfterReservationExpired},
 		{"ClaimExcept", testClaimExcept},
 		{"RecordAnswer", testRecordAnswer},
+		{"RecordAnswerTo", testRecordAnswerTo},
 		{"AnswerDelivery", testAnswerDelivery},
 		{"AnswerRefused", testAnswerRefused},
 		{"CancelAbandonsAnswer", testCancelAbandonsAnswer},
