@@ -74,6 +74,40 @@ func (ep *Endpoint) traced(ctx context.Context, chain []interceptor.Interceptor,
 	return raw, err
 }
 
+// DoorSpan is a door's server span for one tools/call.
+type DoorSpan struct {
+	// Name is the span's name (a door's own: "antler.rest tools/call").
+	Name string
+	// Door is DoorREST or DoorMCP; Method, when set, the MCP method.
+	Door, Method string
+	// Tool is the tool's exposed name, Server its server ("" when unknown).
+	Tool, Server string
+	// TraceParent and TraceState are the caller's W3C trace context ("":
+	// none; the span starts a trace).
+	TraceParent, TraceState string
+}
+
+// StartDoorSpan starts d under the caller's trace context and returns the
+// context carrying it and end, which ends it with the call's outcome as
+// EndSpan does. With tr nil (tracing off) nothing starts and end does
+// nothing.
+func StartDoorSpan(ctx context.Context, tr *tracing.Tracer, d DoorSpan) (_ context.Context, end func(json.RawMessage, error)) {
+	if tr == nil {
+		return ctx, func(json.RawMessage, error) {}
+	}
+	attrs := make([]attribute.KeyValue, 0, 4)
+	attrs = append(attrs, tracing.AttrDoor.String(d.Door))
+	if d.Method != "" {
+		attrs = append(attrs, tracing.AttrMCPMethod.String(d.Method))
+	}
+	attrs = append(attrs, tracing.AttrTool.String(d.Tool))
+	if d.Server != "" {
+		attrs = append(attrs, tracing.AttrServer.String(d.Server))
+	}
+	ctx, span := tr.StartRemote(ctx, d.Name, d.TraceParent, d.TraceState, attrs...)
+	return ctx, func(raw json.RawMessage, err error) { EndSpan(span, raw, err) }
+}
+
 // EndSpan ends a door's span with the call's outcome (ok, tool_error,
 // denied, failed), as the call path's spans record it: a failed or denied
 // call is status Error with the outcome as its description, even when the

@@ -13,7 +13,6 @@ import (
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/tasktools"
 	"github.com/antler-mcp/antler/internal/toolcache"
-	"github.com/antler-mcp/antler/internal/tracing"
 )
 
 // snapshot returns the current tools or answers 503 with a secret-free reason.
@@ -61,7 +60,7 @@ func (s *Server) callTool(c echo.Context) error {
 	if !ok {
 		return apierror.New(http.StatusNotFound, "unknown tool %q", truncateField(name))
 	}
-	end := s.doorSpan(c, snap.Tracer(), tool)
+	end := s.doorSpan(c, snap, tool)
 	if tool.IsDurable() {
 		res, err := s.taskTools.Submit(c.Request().Context(), tool, s.taskCall(c, req))
 		end(nil, tasktools.SpanError(res, err))
@@ -87,19 +86,14 @@ func (s *Server) callTool(c echo.Context) error {
 const SpanRESTCall = "antler.rest tools/call"
 
 // doorSpan starts the REST door's server span for a call of tool, a child
-// of the caller's traceparent header, and puts it in the request's context.
-// end records the call's outcome as dispatch.EndSpan does on the MCP door:
-// a failed or denied call (whatever error result the model then reads)
-// marks the span failed. With tracing off end does nothing.
-func (s *Server) doorSpan(c echo.Context, tr *tracing.Tracer, tool toolcache.Tool) (end func(json.RawMessage, error)) {
-	if tr == nil {
-		return func(json.RawMessage, error) {}
-	}
+// of the caller's W3C traceparent header, and puts it in the request's
+// context; end records the call's outcome (see dispatch.StartDoorSpan).
+func (s *Server) doorSpan(c echo.Context, snap *toolcache.ToolSet, tool toolcache.Tool) (end func(json.RawMessage, error)) {
 	r := c.Request()
-	ctx, span := tr.StartRemote(r.Context(), SpanRESTCall, r.Header.Get(tracing.KeyTraceparent), r.Header.Get(tracing.KeyTracestate),
-		tracing.AttrDoor.String(dispatch.DoorREST), tracing.AttrTool.String(tool.Name), tracing.AttrServer.String(tool.Server))
+	ctx, end := dispatch.StartDoorSpan(r.Context(), snap.Tracer(), dispatch.DoorSpan{Name: SpanRESTCall, Door: dispatch.DoorREST,
+		Tool: tool.Name, Server: tool.Server, TraceParent: r.Header.Get("traceparent"), TraceState: r.Header.Get("tracestate")})
 	c.SetRequest(r.WithContext(ctx))
-	return func(raw json.RawMessage, err error) { dispatch.EndSpan(span, raw, err) }
+	return end
 }
 
 // answerREST answers a REST tool call: the result, or a failure as the

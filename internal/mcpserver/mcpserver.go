@@ -24,8 +24,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/principal"
@@ -500,9 +498,9 @@ func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.ToolS
 	if t, ok := snap.Tool(call.Name); ok {
 		server = t.Server
 	}
-	ctx, span := startDoorSpan(ctx, tr, call, server)
+	ctx, end := startDoorSpan(ctx, tr, call, server)
 	raw, err := snap.Invoke(ctx, call)
-	dispatch.EndSpan(span, raw, err)
+	end(raw, err)
 	return raw, err
 }
 
@@ -511,27 +509,21 @@ func invokeTraced(ctx context.Context, tr *tracing.Tracer, snap *toolcache.ToolS
 // invokeTraced does (a failed or denied submit marks the span failed) and
 // is a no-op when tracing is off.
 func doorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Request, tool toolcache.Tool) (context.Context, func(error)) {
-	if tr == nil {
-		return ctx, func(error) {}
-	}
 	call.Name = tool.Name // the exposed name, as invoke sets it
-	ctx, span := startDoorSpan(ctx, tr, call, tool.Server)
-	return ctx, func(err error) { dispatch.EndSpan(span, nil, err) }
+	ctx, end := startDoorSpan(ctx, tr, call, tool.Server)
+	return ctx, func(err error) { end(nil, err) }
 }
 
 // startDoorSpan starts the server span of a tools/call under the caller's
 // trace context: the request's _meta.traceparent, else the HTTP request's
 // traceparent header.
-func startDoorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Request, server string) (context.Context, trace.Span) {
+func startDoorSpan(ctx context.Context, tr *tracing.Tracer, call dispatch.Request, server string) (context.Context, func(json.RawMessage, error)) {
 	parent, state := metaString(call.Meta, tracing.KeyTraceparent), metaString(call.Meta, tracing.KeyTracestate)
 	if c, ok := ctx.Value(callerKey{}).(caller); ok && parent == "" {
 		parent, state = c.traceparent, c.tracestate
 	}
-	attrs := []attribute.KeyValue{tracing.AttrDoor.String(dispatch.DoorMCP), tracing.AttrMCPMethod.String(dispatch.MethodCallTool), tracing.AttrTool.String(call.Name)}
-	if server != "" {
-		attrs = append(attrs, tracing.AttrServer.String(server))
-	}
-	return tr.StartRemote(ctx, SpanMCPCall, parent, state, attrs...)
+	return dispatch.StartDoorSpan(ctx, tr, dispatch.DoorSpan{Name: SpanMCPCall, Door: dispatch.DoorMCP, Method: dispatch.MethodCallTool,
+		Tool: call.Name, Server: server, TraceParent: parent, TraceState: state})
 }
 
 // metaString is meta[key] when it is a string, else "".
