@@ -40,3 +40,6 @@ func New(t testing.TB, opts gateway.Options, door ...func(*mcpserver.Options)) *
 	t.Cleanup(gw.Close)
 	return gw
 }
+
+// The MCP door the CLI and New build is the gateway's MCPDoor.
+var _ gateway.MCPDoor = (*mcpserver.Server)(nil)
