@@ -61,8 +61,8 @@ func TestWaits(t *testing.T) {
 			},
 		},
 		{
-			name: "a condition that never holds fails with what was awaited",
-			wait: func(tb testing.TB) { True(tb, "the task to complete", func() bool { return false }) },
+			name:  "a condition that never holds fails with what was awaited",
+			wait:  func(tb testing.TB) { True(tb, "the task to complete", func() bool { return false }) },
 			fails: []string{"timed out waiting for the task to complete"},
 		},
 		{
