@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
@@ -66,19 +65,8 @@ func TestSubmitSecretsReachTheUpstreamOnlyOnSubmit(t *testing.T) {
 		t.Fatalf("submit: %d %v", code, res)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, detail := a.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if detail["status"] == "completed" {
-			if detail["result"] == nil {
-				t.Error("completed without a result")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task is %v, want completed", detail)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if detail := awaitStatus(t, a, id, "completed"); detail["result"] == nil {
+		t.Error("completed without a result")
 	}
 
 	calls := rec.snapshot()
