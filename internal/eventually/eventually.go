@@ -16,7 +16,7 @@ import (
 // own deadline (go test -timeout) comes sooner stops waiting a little
 // before it, so the failure says what was awaited instead of ending in the
 // test binary's panic.
-const Timeout = 30 * time.Second
+const Timeout = time.Minute
 
 // The poll interval starts at firstPoll and doubles up to maxPoll: a
 // condition that holds almost at once is seen at once, and a long wait

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
@@ -83,23 +83,21 @@ func TestTwoReplicasWithAPluginDriver(t *testing.T) {
 	a.Start()
 	b.Start()
 
-	deadline := time.Now().Add(90 * time.Second)
 	for _, id := range ids {
-		for {
-			row, err := storeA.Get(context.Background(), id, "alice")
+		var row taskstore.Task
+		eventually.Check(t, fmt.Sprintf("task %s to complete", id), func() (bool, string) {
+			var err error
+			row, err = storeA.Get(context.Background(), id, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if row.Status == "completed" {
-				if len(row.Result) == 0 {
-					t.Errorf("task %s completed without its result", id)
-				}
-				break
+			if row.Status == "failed" {
+				t.Fatalf("task %s failed: %s", id, row.LastPollError)
 			}
-			if row.Status == "failed" || time.Now().After(deadline) {
-				t.Fatalf("task %s is %s (%s)", id, row.Status, row.LastPollError)
-			}
-			time.Sleep(200 * time.Millisecond)
+			return row.Status == "completed", fmt.Sprintf("%s (%s)", row.Status, row.LastPollError)
+		})
+		if len(row.Result) == 0 {
+			t.Errorf("task %s completed without its result", id)
 		}
 	}
 	stats := func() (int, map[string]int) {
@@ -126,8 +124,28 @@ func TestTwoReplicasWithAPluginDriver(t *testing.T) {
 	if maxIn > 1 {
 		t.Errorf("a job was polled %d times at once by the two hosts", maxIn)
 	}
-	time.Sleep(2500 * time.Millisecond) // two more poll intervals on both hosts
-	if _, after := stats(); fmt.Sprint(after) != fmt.Sprint(before) {
+	// The proof that polling went on past the completions: a sentinel job
+	// submitted now is polled twice, so at least two claims of due tasks
+	// ran after every completion, and would have picked up a completed job
+	// were it claimable.
+	sentinel, err := a.Submit(context.Background(), name, task.SubmitRequest{
+		UserID: "alice", ThreadID: "t1", ServerName: "jobs", TaskName: "sentinel",
+		Arguments:  json.RawMessage(`{"payload": "sentinel", "steps": 1000}`),
+		DriverData: ordinary.DriverData("enqueue", "job_state", "abort_job"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually.Check(t, "two polls of the sentinel job", func() (bool, string) {
+		row, err := storeA.Get(context.Background(), sentinel.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row.PollAttemptCount >= 2, fmt.Sprintf("%d polls", row.PollAttemptCount)
+	})
+	_, after := stats()
+	delete(after, sentinel.RemoteTaskID)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("completed jobs were polled again: %v → %v", before, after)
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/task"
@@ -88,27 +88,23 @@ func submit(t *testing.T, svc *taskservice.Service, tool toolcache.Tool, args st
 	return id
 }
 
-// waitStatus waits (a hang guard, not a timing assertion) until the task
-// is terminal, and fails unless it ended as want.
+// waitStatus waits until the task is in status want, and fails at once if
+// it ends in another.
 func waitStatus(t *testing.T, store *taskstore.Store, id string, want task.Status) taskstore.Task {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		row, err := store.Get(context.Background(), id, "alice")
+	var row taskstore.Task
+	eventually.Check(t, fmt.Sprintf("task %s to end %s", id, want), func() (bool, string) {
+		var err error
+		row, err = store.Get(context.Background(), id, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if row.Status.IsTerminal() || row.Status == want {
-			if row.Status != want {
-				t.Fatalf("task ended %s (error %q, last poll error %q), want %s", row.Status, row.Error, row.LastPollError, want)
-			}
-			return row
+		if row.Status.IsTerminal() && row.Status != want {
+			t.Fatalf("task ended %s (error %q, last poll error %q), want %s", row.Status, row.Error, row.LastPollError, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task is still %s (last poll error %q), want %s", row.Status, row.LastPollError, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return row.Status == want, fmt.Sprintf("%s (last poll error %q)", row.Status, row.LastPollError)
+	})
+	return row
 }
 
 // TestResearchCompletesAsDurableTask runs server-everything's research tool
