@@ -174,7 +174,7 @@ func TestKillDuringWrites(t *testing.T) {
 	for i := range kills {
 		c := startHelper(t, "alternate", path)
 		c.await(t, "ready")
-		time.Sleep(rand.N(40 * time.Millisecond))
+		time.Sleep(rand.N(40 * time.Millisecond)) // a random moment of the helper's writes: when the kill lands is what varies
 		if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestTwoProcessesNoLostUpdate(t *testing.T) {
 		}
 		last = n
 		observations++
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(100 * time.Microsecond) // the reader's sampling pace, leaving the CPUs to the writers
 	}
 	t.Logf("%d observations while the children ran", observations)
 

@@ -65,7 +65,7 @@ func newTokenEndpoint(t *testing.T, expiresIn int) *tokenEndpoint {
 			http.Error(w, "bad form", 400)
 			return
 		}
-		time.Sleep(te.delay)
+		time.Sleep(te.delay) // a slow token endpoint, as configured
 		if te.fail {
 			http.Error(w, `{"error":"boom `+canary+`-in-body"}`, 500)
 			return
@@ -323,7 +323,9 @@ func TestOAuthSingleFlightAfterExpiry(t *testing.T) {
 	if !strings.HasPrefix(h["authorization"], "Bearer tok-") {
 		t.Fatalf("authorization %q", h["authorization"])
 	}
-	time.Sleep(1100 * time.Millisecond) // the 1 s token expires
+	// Kept: the token's 1 s lifetime running out on the wall clock is what
+	// this test is about, and nothing but time makes it expire.
+	time.Sleep(1100 * time.Millisecond)
 	before := tokens.requests.Load()
 	tokens.delay = 200 * time.Millisecond
 	var wg sync.WaitGroup

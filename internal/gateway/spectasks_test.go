@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
@@ -28,15 +27,12 @@ func TestSpecTaskThroughTheRESTDoor(t *testing.T) {
 	if code != 200 || id == "" {
 		t.Fatalf("call: %d %v, want a task id", code, res)
 	}
-	var detail map[string]any
-	deadline := time.Now().Add(60 * time.Second)
-	for detail["status"] != "completed" {
-		if s, _ := detail["status"].(string); s == "failed" || s == "cancelled" || time.Now().After(deadline) {
-			t.Fatalf("task: %v", detail)
+	detail := a.awaitDetail(id, "completed", func(d map[string]any) bool {
+		if s, _ := d["status"].(string); s == "failed" || s == "cancelled" {
+			t.Fatalf("task: %v", d)
 		}
-		time.Sleep(100 * time.Millisecond)
-		_, detail = a.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-	}
+		return d["status"] == "completed"
+	})
 	if !strings.Contains(fmt.Sprint(detail["result"]), "Research Report: doors") {
 		t.Errorf("result = %.300v, want the report", detail["result"])
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"strings"
 	"testing"
 	"time"
@@ -37,20 +38,23 @@ func submitReport(t *testing.T, a *api, tool, args string) string {
 	return id
 }
 
-// awaitStatus polls the task API until the task is in status.
+// awaitStatus polls the task API until task id of thread t1 is in status.
 func awaitStatus(t *testing.T, a *api, id, status string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, d := a.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if code == 200 && d["status"] == status {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %d %v, want %s", id, code, d, status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return a.awaitDetail(id, "status "+status, func(d map[string]any) bool { return d["status"] == status })
+}
+
+// awaitDetail polls the task API until the detail of task id of thread t1
+// satisfies ok, and returns it; what says what was awaited.
+func (a *api) awaitDetail(id, what string, ok func(detail map[string]any) bool) map[string]any {
+	a.t.Helper()
+	var d map[string]any
+	eventually.Check(a.t, fmt.Sprintf("task %s: %s", id, what), func() (bool, string) {
+		code, got := a.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
+		d = got
+		return code == 200 && ok(got), fmt.Sprintf("%d %v", code, got)
+	})
+	return d
 }
 
 // nextEventOf returns the stream's next event of task id.
@@ -240,10 +244,9 @@ func TestRefusedAnswerGivesTheQuestionBack(t *testing.T) {
 	if code, res := a.do("POST", "/api/threads/t1/mcp-tasks/"+id+"/input", `{"action": "decline"}`); code != 200 {
 		t.Fatalf("answer: %d %v", code, res)
 	}
-	d := awaitStatus(t, a, id, "input_required")
-	for deadline := time.Now().Add(20 * time.Second); d["error"] == nil && time.Now().Before(deadline); d = awaitStatus(t, a, id, "input_required") {
-		time.Sleep(100 * time.Millisecond)
-	}
+	d := a.awaitDetail(id, "the refusal recorded while input_required", func(d map[string]any) bool {
+		return d["status"] == "input_required" && d["error"] != nil
+	})
 	v, _ := d["answer"].(map[string]any)
 	msg, _ := d["error"].(string)
 	if !strings.Contains(msg, "refused the answer") || !strings.Contains(msg, "is not waiting for input") || v["status"] != "refused" || v["last_error"] != msg {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/testgateway"
+	"github.com/antler-mcp/antler/internal/testtask"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
@@ -37,19 +37,11 @@ type eventRig struct {
 
 func newEventRig(t *testing.T) *eventRig {
 	t.Helper()
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
 	cfg := task.DefaultConfig()
 	cfg.Enabled = true
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: cfg})
-	svc.Start()
-	t.Cleanup(svc.Stop)
-	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
-	t.Cleanup(cache.Close)
-	return &eventRig{store: store, svc: svc, gw: testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(eventKeys), Tasks: svc})}
+	rt := testtask.Open(t, testtask.Options{Config: cfg})
+	rt.Service.Start()
+	return &eventRig{store: rt.Store, svc: rt.Service, gw: testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New(eventKeys), Tasks: rt.Service})}
 }
 
 // finish records a completed task of user in thread at at.

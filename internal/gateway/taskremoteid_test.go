@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -42,16 +41,8 @@ func TestTaskErrorsHideTheRemoteTaskID(t *testing.T) {
 	gone := submit(`{"topic": "q3", "not_found": true}`)
 	flaky := submit(`{"topic": "q4", "status_is_error": true}`)
 
-	var goneDetail, flakyDetail map[string]any
-	deadline := time.Now().Add(30 * time.Second)
-	for goneDetail["status"] != "failed" || flakyDetail["last_poll_error"] == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("tasks did not reach their errors: %v / %v", goneDetail, flakyDetail)
-		}
-		time.Sleep(100 * time.Millisecond)
-		_, goneDetail = a.do("GET", "/api/threads/t1/mcp-tasks/"+gone, "")
-		_, flakyDetail = a.do("GET", "/api/threads/t1/mcp-tasks/"+flaky, "")
-	}
+	goneDetail := awaitStatus(t, a, gone, "failed")
+	flakyDetail := a.awaitDetail(flaky, "a poll error", func(d map[string]any) bool { return d["last_poll_error"] != nil })
 	if got, want := goneDetail["error"], `report task "`+ordinary.RemoteIDPlaceholder+`" was not found`; got != want {
 		t.Errorf("error %q, want %q", got, want)
 	}

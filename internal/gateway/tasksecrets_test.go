@@ -13,22 +13,18 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/task"
-	"github.com/antler-mcp/antler/internal/task/ordinary"
-	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
-	"github.com/antler-mcp/antler/internal/toolcache"
+	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 // tokenHeader is the header headers_from_context fills from the secret "k".
@@ -67,19 +63,8 @@ func TestSubmitSecretsReachTheUpstreamOnlyOnSubmit(t *testing.T) {
 		t.Fatalf("submit: %d %v", code, res)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, detail := a.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if detail["status"] == "completed" {
-			if detail["result"] == nil {
-				t.Error("completed without a result")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task is %v, want completed", detail)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if detail := awaitStatus(t, a, id, "completed"); detail["result"] == nil {
+		t.Error("completed without a result")
 	}
 
 	calls := rec.snapshot()
@@ -143,32 +128,17 @@ func newTaskAPI(t *testing.T, doc string, keys ...settings.Key) (*api, *taskstor
 	t.Helper()
 	logs, responses := &syncBuffer{}, &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, doc), Logger: log, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	if _, err := cache.Load(context.Background()); err != nil {
+	rt := testtask.Open(t, testtask.Options{Doc: doc, Logger: log})
+	if _, err := rt.Cache.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
-		t.Fatal(err)
-	}
-	cfg := task.DefaultConfig()
-	cfg.Enabled = true
-	cfg.PollIntervalSeconds = 1
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Logger: log})
-	svc.Start()
-	t.Cleanup(svc.Stop)
-	h := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys), Logger: log, Tasks: svc}).Handler()
+	rt.Service.Start()
+	h := testgateway.New(t, gateway.Options{Cache: rt.Cache, Auth: principal.New(keys), Logger: log, Tasks: rt.Service}).Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(teeWriter{w, responses}, r)
 	}))
 	t.Cleanup(srv.Close)
-	return &api{t: t, url: srv.URL}, store, logs, responses
+	return &api{t: t, url: srv.URL}, rt.Store, logs, responses
 }
 
 // teeWriter copies a response body into a buffer.

@@ -13,7 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/antler-mcp/antler/internal/eventually"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -264,16 +265,6 @@ func TestRewrittenSchemeCannotNameAnotherServer(t *testing.T) {
 	}
 }
 
-// waitFor polls until cond holds (the deadline only ends a hung test).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-	}
-}
-
 // An upstream's storm of list_changed reaches each session once per
 // interval, not once per message.
 func TestListChangedStormIsCoalesced(t *testing.T) {
@@ -286,7 +277,7 @@ func TestListChangedStormIsCoalesced(t *testing.T) {
 	changed := func() int { return len(an.of(string(mcp.MethodNotificationResourcesListChanged))) }
 	for storm := 1; storm <= 2; storm++ {
 		call(t, bob, "evil_storm", nil, nil)
-		waitFor(t, "alice hears of the change", func() bool { return changed() >= storm })
+		eventually.True(t, "alice hears of the change", func() bool { return changed() >= storm })
 	}
 	// Two storms: one fan-out each (one more if a storm straddled an
 	// interval's end), against about a hundred unsent.
@@ -317,12 +308,12 @@ func TestStdioListChangedReachesOnlyItsUser(t *testing.T) {
 	alice, _ := listen("ka")
 	bob, bobCalls := listen("kb")
 	bobCalls("up_storm")
-	waitFor(t, "bob hears of his session's change", func() bool { return bob() >= 1 })
+	eventually.True(t, "bob hears of his session's change", func() bool { return bob() >= 1 })
 	// A shared server's change reaches everyone after it: when alice
 	// hears that one, she would have heard bob's before it.
 	bobCalls("evil_storm")
-	waitFor(t, "alice hears of the shared change", func() bool { return alice() >= 1 })
-	waitFor(t, "bob hears of the shared change", func() bool { return bob() >= 2 })
+	eventually.True(t, "alice hears of the shared change", func() bool { return alice() >= 1 })
+	eventually.True(t, "bob hears of the shared change", func() bool { return bob() >= 2 })
 	if got := alice(); got != 1 {
 		t.Errorf("alice received %d list_changed, want only the shared server's", got)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/antler-mcp/antler/internal/eventually"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -332,8 +334,8 @@ func TestQueuedNotificationTakesMCPGosStream(t *testing.T) {
 		t.Fatalf("before the change: %q", ct)
 	}
 	h.writeConfig("extra")
-	waitFor(t, "a call streamed with the change", func() bool { return strings.HasPrefix(answer(), "text/event-stream") })
-	waitFor(t, "a plain call answered as JSON again", func() bool { return answer() == "application/json" })
+	eventually.True(t, "a call streamed with the change", func() bool { return strings.HasPrefix(answer(), "text/event-stream") })
+	eventually.True(t, "a plain call answered as JSON again", func() bool { return answer() == "application/json" })
 }
 
 // TestForeignCancelLeavesTheCallRunning performs the attack: bob sends

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/internal/eventually"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -198,17 +200,15 @@ func newRelayHost(t *testing.T, keys ...settings.Key) *relayHost {
 // recorded waits for line in the upstream's record.
 func (h *relayHost) recorded(t *testing.T, line string) {
 	t.Helper()
-	for range 600 {
+	eventually.Check(t, fmt.Sprintf("the upstream to record %q", line), func() (bool, string) {
 		b, _ := os.ReadFile(h.record)
 		for l := range strings.SplitSeq(string(b), "\n") {
 			if l == line {
-				return
+				return true, ""
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b, _ := os.ReadFile(h.record)
-	t.Fatalf("the upstream never recorded %q; it recorded %q", line, b)
+		return false, fmt.Sprintf("it recorded %q", b)
+	})
 }
 
 // answers are the test client's sampling, elicitation and roots handlers.
@@ -581,12 +581,7 @@ func TestCancellationReachesTheUpstream(t *testing.T) {
 				errc <- err
 			}()
 			// The call is under way upstream once its progress arrives.
-			for i := 0; len(n.of(string(mcp.MethodNotificationProgress))) == 0; i++ {
-				if i == 600 {
-					t.Fatal("no progress from the upstream call")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			eventually.True(t, "progress from the upstream call", func() bool { return len(n.of(string(mcp.MethodNotificationProgress))) > 0 })
 			if got := progressTokens(n.of(string(mcp.MethodNotificationProgress))); len(got) != 1 || got[0] != tag {
 				t.Errorf("progress before the cancel: %q", got)
 			}

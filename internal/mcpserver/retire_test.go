@@ -2,9 +2,11 @@ package mcpserver_test
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/antler-mcp/antler/internal/eventually"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 )
@@ -29,13 +31,7 @@ func TestEndedSessionsStdioProcessExits(t *testing.T) {
 	if err := named.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for alive(pEnded) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d of the deleted session still runs", pEnded)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.True(t, fmt.Sprintf("process %d of the deleted session to exit", pEnded), func() bool { return !alive(pEnded) })
 	if n := h.stdioSessions(); n != 2 {
 		t.Errorf("%d stdio sessions after DELETE, want 2 (the other session's, the named thread's)", n)
 	}

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/antler-mcp/antler/internal/eventually"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -22,8 +23,6 @@ import (
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
 	"github.com/antler-mcp/antler/internal/task"
-	"github.com/antler-mcp/antler/internal/taskservice"
-	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/testgateway"
 	"github.com/antler-mcp/antler/internal/testmcp"
 	"github.com/antler-mcp/antler/internal/testtask"
@@ -223,19 +222,12 @@ func TestSpecTasks20251125(t *testing.T) {
 	if code, _ := h.rest("GET", "/api/threads/"+thread+"/mcp-tasks/"+id, "kb", ""); code != 404 {
 		t.Errorf("REST with another key: %d, want 404", code)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.Check(t, fmt.Sprintf("notifications/tasks/status completed for %s", id), func() (bool, string) {
 		mu.Lock()
 		got := strings.Join(statuses[id], ",")
 		mu.Unlock()
-		if strings.Contains(got, "completed") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notifications/tasks/status for %s: %q", id, got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(got, "completed"), got
+	})
 
 	long := taskOf(t, rawCall(t, c, "tools/call", map[string]any{"name": submitTool, "arguments": map[string]any{"topic": "q4", "delay_ms": 60000}, "task": map[string]any{}}).object(t))
 	cancelled, err := c.CancelTask(h.ctx(), mcp.CancelTaskRequest{Params: mcp.CancelTaskParams{TaskId: long["taskId"].(string)}})
@@ -281,21 +273,14 @@ func TestSpecTasks20260728(t *testing.T) {
 	if code, r := h.modern("ka", "tasks/result", "", map[string]any{"taskId": id}, true); code != 404 || r.Error == nil || r.Error.Code != mcp.METHOD_NOT_FOUND {
 		t.Errorf("tasks/result in 2026-07-28: %d %+v, want -32601", code, r.Error)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var d map[string]any
+	eventually.Check(t, "the task to complete", func() (bool, string) {
 		_, r := h.modern("ka", "tasks/get", id, map[string]any{"taskId": id}, true)
-		d := r.object(t)
-		if d["status"] == "completed" {
-			b, _ := json.Marshal(d["result"])
-			if d["resultType"] != "complete" || !strings.Contains(string(b), "Report: q3") {
-				t.Errorf("completed DetailedTask: %v", d)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task never completed: %v", d)
-		}
-		time.Sleep(200 * time.Millisecond)
+		d = r.object(t)
+		return d["status"] == "completed", fmt.Sprint(d)
+	})
+	if b, _ := json.Marshal(d["result"]); d["resultType"] != "complete" || !strings.Contains(string(b), "Report: q3") {
+		t.Errorf("completed DetailedTask: %v", d)
 	}
 	if code, r := h.modern("kb", "tasks/get", id, map[string]any{"taskId": id}, true); code != 400 || r.Error == nil || r.Error.Code != mcp.INVALID_PARAMS {
 		t.Errorf("tasks/get with another key: %d %+v, want -32602", code, r.Error)
@@ -456,12 +441,8 @@ func (s *taskStream) next(t *testing.T) streamMsg {
 // subscriptions are capped like its sessions (429 past the cap), another
 // caller is unaffected, and ending one frees its place.
 func TestTaskSubscriptionsPerPrincipalAreCapped(t *testing.T) {
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
+	rt := testtask.Open(t, testtask.Options{Config: task.DefaultConfig()})
+	ts := rt.Service
 	h := doorHost(t, mcpserver.Options{MaxSessionsPerPrincipal: 1, Tasks: ts}, func(r *http.Request) string { return r.Header.Get("X-User") })
 	first, endFirst := context.WithCancel(context.Background())
 	t.Cleanup(endFirst)
@@ -477,18 +458,13 @@ func TestTaskSubscriptionsPerPrincipalAreCapped(t *testing.T) {
 		t.Errorf("bob's subscription: %d", resp.StatusCode)
 	}
 	endFirst()
-	for i := 0; ; i++ {
+	// Admitted once the server has seen the first stream end.
+	eventually.Check(t, "alice's subscription after ending one", func() (bool, string) {
 		again, end := context.WithCancel(context.Background())
 		resp := h.openListen(again, map[string]string{"X-User": "alice"}, "mcp-task-x")
 		end()
-		if resp.StatusCode == 200 {
-			break
-		}
-		if i == 200 {
-			t.Fatalf("alice after ending one: %d, want 200", resp.StatusCode)
-		}
-		time.Sleep(20 * time.Millisecond) // the server sees the first stream end
-	}
+		return resp.StatusCode == 200, fmt.Sprintf("status %d", resp.StatusCode)
+	})
 }
 
 // TestSpecTaskSubmitCarriesIdentity: a task submit takes its secrets from
@@ -520,22 +496,30 @@ func TestSpecTaskSubmitCarriesIdentity(t *testing.T) {
 
 // TestTaskPollingKeepsTheSessionAlive: a 2025-11-25 session whose client
 // only polls its tasks (requests the door answers, not mcp-go) is in use,
-// and outlives the idle TTL.
+// and outlives the idle TTL, which ends an unused session opened beside it.
 func TestTaskPollingKeepsTheSessionAlive(t *testing.T) {
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
-	if err != nil {
-		t.Fatal(err)
+	rt := testtask.Open(t, testtask.Options{Config: task.DefaultConfig()})
+	ts := rt.Service
+	h := doorHost(t, mcpserver.Options{SessionIdleTTL: 2 * time.Second, MaxSessionsPerPrincipal: 2, Tasks: ts}, asAlice)
+	initialize := func() *http.Response {
+		resp, _ := h.rawPost(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"poll","version":"1"}}}`)
+		return resp
 	}
-	t.Cleanup(func() { store.Close() })
-	ts := taskservice.New(taskservice.Options{Store: store, Drivers: &task.Registry{}, Config: task.DefaultConfig()})
-	h := doorHost(t, mcpserver.Options{SessionIdleTTL: 2 * time.Second, Tasks: ts}, asAlice)
-	resp, _ := h.rawPost(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"poll","version":"1"}}}`)
+	resp := initialize()
 	session := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+	if unused := initialize(); unused.StatusCode != 200 {
+		t.Fatalf("the unused session: %d", unused.StatusCode)
+	}
+	// The client polls until the idle sweeper has ended the unused session:
+	// with alice at her cap of two, a third session is refused (429) until
+	// then, so an admitted one proves the TTL passed and the sweep ran.
+	eventually.Check(t, "the unused session to idle out", func() (bool, string) {
 		if resp, body := h.rawPost(session, `{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":{}}`); resp.StatusCode != 200 || !strings.Contains(string(body), `"tasks":[]`) {
 			t.Fatalf("tasks/list: %d %s", resp.StatusCode, body)
 		}
-	}
+		third := initialize()
+		return third.StatusCode == 200, fmt.Sprintf("a new session: %d", third.StatusCode)
+	})
 	if resp, body := h.rawPost(session, `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}`); resp.StatusCode != 200 {
 		t.Errorf("the polling session after the idle TTL: %d %s", resp.StatusCode, body)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/antler-mcp/antler/internal/eventually"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -59,17 +61,12 @@ func answerStatus(m map[string]any) string {
 // waitStatus reads the task id with read until its view has status.
 func (h *host) waitStatus(id, status string, read func() map[string]any) map[string]any {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v := read()
-		if v["status"] == status {
-			return v
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("task %s never reached %s: %v", id, status, v)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var v map[string]any
+	eventually.Check(h.t, fmt.Sprintf("task %s to be %s", id, status), func() (bool, string) {
+		v = read()
+		return v["status"] == status, fmt.Sprint(v)
+	})
+	return v
 }
 
 // waitDetail polls 2026-07-28 tasks/get as key until the task has status.
@@ -424,14 +421,10 @@ func TestTaskQuestionTimesOut(t *testing.T) {
 	}
 	_ = json.Unmarshal(raw, &cr)
 	id := cr.Task.TaskID
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if row, _ := rt.Store.Get(context.Background(), id, "alice"); row.Status == "input_required" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task never asked")
-		}
-	}
+	eventually.Check(t, "the task to ask", func() (bool, string) {
+		row, _ := rt.Store.Get(context.Background(), id, "alice")
+		return row.Status == "input_required", string(row.Status)
+	})
 	h := doorHost(t, mcpserver.Options{Tasks: rt.Service, TaskInputTimeout: 300 * time.Millisecond}, asAlice)
 	silent := make(chan struct{})
 	t.Cleanup(func() { close(silent) })

@@ -3,8 +3,11 @@ package oauth_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -470,8 +473,13 @@ func TestSingleFlight(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("no token request arrived")
 			}
-			waitFor(t, "all callers to start", func() bool { return started.Load() == callers })
-			time.Sleep(50 * time.Millisecond) // let stragglers reach the wait
+			// Every caller is parked in Header's wait for the one request
+			// (its goroutine blocked in a select there), so none can still
+			// be on its way to sending a request of its own.
+			eventually.Check(t, "all callers waiting on the token request", func() (bool, string) {
+				n := parkedIn("oauth.(*Manager).Header")
+				return started.Load() == callers && n == callers, fmt.Sprintf("%d started, %d waiting", started.Load(), n)
+			})
 			if n := returned.Load(); n != 0 {
 				t.Fatalf("%d callers returned while the token request was still in flight", n)
 			}
@@ -862,4 +870,25 @@ func TestOnFetch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parkedIn counts the goroutines blocked in a select inside fn (a function
+// name as a stack trace spells it): the callers that have reached a wait.
+func parkedIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if header, _, _ := strings.Cut(g, "\n"); strings.Contains(header, "[select") && strings.Contains(g, fn+"(") {
+			count++
+		}
+	}
+	return count
 }

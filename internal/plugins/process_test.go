@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,14 +79,14 @@ func TestProcessPluginCrashFailsClosedAndRestarts(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the killed plugin process to die", func() bool { return dead(pid) })
+	eventually.True(t, "the killed plugin process to die", func() bool { return dead(pid) })
 	if _, err := call(); err == nil {
 		t.Fatal("a call to a killed plugin process succeeded")
 	}
 	if got := last(); got != "mcpInterceptors[0] interceptor process true" {
 		t.Errorf("observed %q after a call that failed", got)
 	}
-	waitFor(t, "the plugin process to be restarted", func() bool {
+	eventually.True(t, "the plugin process to be restarted", func() bool {
 		resp, err := call()
 		return err == nil && len(resp.SetHeaders) == 1
 	})
@@ -94,7 +95,7 @@ func TestProcessPluginCrashFailsClosedAndRestarts(t *testing.T) {
 	}
 	restarted := p.PID()
 	p.Close()
-	waitFor(t, fmt.Sprintf("plugin process %d to end on Close", restarted), func() bool { return syscall.Kill(restarted, 0) != nil })
+	eventually.True(t, fmt.Sprintf("plugin process %d to end on Close", restarted), func() bool { return syscall.Kill(restarted, 0) != nil })
 }
 
 // dead says whether process pid has ended: gone, or a zombie its parent
@@ -110,26 +111,6 @@ func dead(pid int) bool {
 	// The state follows the command name, which is in parentheses.
 	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
 	return len(bytes.TrimSpace(rest)) > 0 && bytes.TrimSpace(rest)[0] == 'Z'
-}
-
-// waitFor polls cond every few milliseconds until it holds, and fails the
-// test if it has not within a generous bound: a wait on what the test
-// needs to see, not on a guessed duration.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			if !cond() {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			return
-		}
-	}
 }
 
 func TestProcessPluginWrongHandshakeIsRefused(t *testing.T) {

@@ -3,6 +3,7 @@ package sessionpool_test
 import (
 	"context"
 	"errors"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -113,7 +114,7 @@ func TestRoomIsMadeOnlyFromIdleUnpinnedSessions(t *testing.T) {
 				want++
 			}
 			for _, name := range tt.wantClosed {
-				waitFor(t, sessions[name].closed.Load)
+				eventually.True(t, "session "+name+" to close", sessions[name].closed.Load)
 			}
 			if p.Len() != want {
 				t.Errorf("%d sessions, want %d (closed exactly %v)", p.Len(), want, tt.wantClosed)
@@ -178,17 +179,17 @@ func TestIdleTimeoutSparesLeasedAndPinnedSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, idle.closed.Load)
+	eventually.True(t, "the idle session to close", idle.closed.Load)
 	// Three janitor passes found the task's session expired and kept it; the
 	// busy session was expired as long and was never even considered.
-	waitFor(t, func() bool { return pinned.timesAsked("alice/task") >= 3 })
+	eventually.True(t, "three janitor passes asking about the task's session", func() bool { return pinned.timesAsked("alice/task") >= 3 })
 	if task.closed.Load() || busy.closed.Load() {
 		t.Fatalf("idle timeout closed a pinned (%v) or leased (%v) session", task.closed.Load(), busy.closed.Load())
 	}
 	release()
-	waitFor(t, busy.closed.Load)
+	eventually.True(t, "the released session to close", busy.closed.Load)
 	pinned.unpin("alice/task")
-	waitFor(t, task.closed.Load)
+	eventually.True(t, "the unpinned session to close", task.closed.Load)
 }
 
 func TestLeaseOutlivesTheWaitOfAnotherCaller(t *testing.T) {
@@ -248,10 +249,10 @@ func TestRetireThreadClosesTheThreadsSessions(t *testing.T) {
 		t.Errorf("%d sessions after RetireThread, want 3 (other thread, pinned, leased)", n)
 	}
 	for _, s := range gone {
-		waitFor(t, s.closed.Load)
+		eventually.True(t, "the retired thread's session to close", s.closed.Load)
 	}
 	release()
-	waitFor(t, busy.closed.Load)
+	eventually.True(t, "the released session to close", busy.closed.Load)
 	if n := p.Len(); n != 2 {
 		t.Errorf("%d sessions after the lease ended, want 2", n)
 	}

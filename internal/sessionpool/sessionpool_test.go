@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,7 +94,7 @@ func TestLRUCapClosesTheOldest(t *testing.T) {
 	if _, err := get(p, key("c"), d.dial); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return b.closed.Load() })
+	eventually.True(t, "the evicted session b to close", b.closed.Load)
 	if a.closed.Load() {
 		t.Error("the recently used session was closed")
 	}
@@ -121,7 +122,7 @@ func TestLateEvictionNeverRemovesTheReplacement(t *testing.T) {
 	if s, _ := get(p, key("a"), d.dial); s != fresh || fresh.closed.Load() {
 		t.Error("a late eviction of the old session removed its replacement")
 	}
-	waitFor(t, func() bool { return old.closed.Load() })
+	eventually.True(t, "the old session to close", old.closed.Load)
 }
 
 func TestExitedSessionIsEvicted(t *testing.T) {
@@ -130,7 +131,7 @@ func TestExitedSessionIsEvicted(t *testing.T) {
 	d := &dialer{}
 	s, _ := get(p, key("a"), d.dial)
 	s.exited()
-	waitFor(t, func() bool { return p.Len() == 0 && s.closed.Load() })
+	eventually.True(t, "the exited session to be evicted and closed", func() bool { return p.Len() == 0 && s.closed.Load() })
 	if again, _ := get(p, key("a"), d.dial); again == s {
 		t.Error("an exited session was reused")
 	}
@@ -153,7 +154,7 @@ func TestIdleSessionsAreClosed(t *testing.T) {
 	p := sessionpool.New[*fakeSession](sessionpool.Options{IdleTimeout: 100 * time.Millisecond})
 	defer p.Close()
 	s, _ := get(p, key("a"), (&dialer{}).dial)
-	waitFor(t, func() bool { return s.closed.Load() && p.Len() == 0 })
+	eventually.True(t, "the idle session to be closed and evicted", func() bool { return s.closed.Load() && p.Len() == 0 })
 }
 
 func TestCloseServerAndCounts(t *testing.T) {
@@ -166,7 +167,7 @@ func TestCloseServerAndCounts(t *testing.T) {
 		t.Errorf("counts %v", c)
 	}
 	p.CloseServer("x")
-	waitFor(t, func() bool { return a.closed.Load() })
+	eventually.True(t, "session a to close", a.closed.Load)
 	if b.closed.Load() || p.Len() != 1 {
 		t.Error("CloseServer touched another server")
 	}
@@ -176,17 +177,6 @@ func TestCloseServerAndCounts(t *testing.T) {
 	}
 	if _, err := get(p, key("z"), d.dial); !errors.Is(err, sessionpool.ErrClosed) {
 		t.Errorf("Get after Close: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,20 +90,16 @@ func createdID(t *testing.T, rev spectask.Revision, raw json.RawMessage) string 
 // waitStatus waits until the stored task has status.
 func (r *rig) waitStatus(id string, status task.Status) taskstore.Task {
 	r.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		row, err := r.store.Get(context.Background(), id, "alice")
+	var row taskstore.Task
+	eventually.Check(r.t, fmt.Sprintf("task %s to be %s", id, status), func() (bool, string) {
+		var err error
+		row, err = r.store.Get(context.Background(), id, "alice")
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if row.Status == status {
-			return row
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("task %s is %s (last error %q), want %s", id, row.Status, row.LastPollError, status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return row.Status == status, fmt.Sprintf("%s (last error %q)", row.Status, row.LastPollError)
+	})
+	return row
 }
 
 // volatile are the fields normalised before a golden comparison.
@@ -482,21 +479,19 @@ func (n *notes) emit(method string, params json.RawMessage) {
 // wait returns the notes once one names id with status.
 func (n *notes) wait(t *testing.T, id, status string) []note {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var got []note
+	eventually.Check(t, fmt.Sprintf("a %s notification for %s", status, id), func() (bool, string) {
 		n.mu.Lock()
-		got := append([]note(nil), n.got...)
+		got = append([]note(nil), n.got...)
 		n.mu.Unlock()
 		for _, e := range got {
 			if e.params["taskId"] == id && e.params["status"] == status {
-				return got
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s notification for %s; got %v", status, id, got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false, fmt.Sprint(got)
+	})
+	return got
 }
 
 func TestWatch(t *testing.T) {

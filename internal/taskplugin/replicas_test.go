@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/antler-mcp/antler/internal/eventually"
+	"github.com/antler-mcp/antler/internal/testtask"
 
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
@@ -23,26 +25,11 @@ import (
 // own loaded plugin driver and its own task service.
 func pluginReplica(t *testing.T, cfgPath, dsn string, cfg task.Config) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
 	t.Helper()
-	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	snap, err := cache.Load(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	rt := testtask.Open(t, testtask.Options{ConfigPath: cfgPath, DSN: dsn, Config: cfg})
+	if rt.Drivers == nil {
+		t.Fatal("the config's plugin driver was not loaded")
 	}
-	store, err := taskstore.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	set, err := taskplugin.Load(context.Background(), snap.TaskDrivers, taskservice.CacheCaller{Cache: cache}, &drivers, taskplugin.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(set.Close)
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg})
-	t.Cleanup(svc.Stop)
-	return svc, store, cache
+	return rt.Service, rt.Store, rt.Cache
 }
 
 // TestTwoReplicasWithAPluginDriver runs two hosts on one Postgres task table,
@@ -83,23 +70,21 @@ func TestTwoReplicasWithAPluginDriver(t *testing.T) {
 	a.Start()
 	b.Start()
 
-	deadline := time.Now().Add(90 * time.Second)
 	for _, id := range ids {
-		for {
-			row, err := storeA.Get(context.Background(), id, "alice")
+		var row taskstore.Task
+		eventually.Check(t, fmt.Sprintf("task %s to complete", id), func() (bool, string) {
+			var err error
+			row, err = storeA.Get(context.Background(), id, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if row.Status == "completed" {
-				if len(row.Result) == 0 {
-					t.Errorf("task %s completed without its result", id)
-				}
-				break
+			if row.Status == "failed" {
+				t.Fatalf("task %s failed: %s", id, row.LastPollError)
 			}
-			if row.Status == "failed" || time.Now().After(deadline) {
-				t.Fatalf("task %s is %s (%s)", id, row.Status, row.LastPollError)
-			}
-			time.Sleep(200 * time.Millisecond)
+			return row.Status == "completed", fmt.Sprintf("%s (%s)", row.Status, row.LastPollError)
+		})
+		if len(row.Result) == 0 {
+			t.Errorf("task %s completed without its result", id)
 		}
 	}
 	stats := func() (int, map[string]int) {
@@ -126,8 +111,28 @@ func TestTwoReplicasWithAPluginDriver(t *testing.T) {
 	if maxIn > 1 {
 		t.Errorf("a job was polled %d times at once by the two hosts", maxIn)
 	}
-	time.Sleep(2500 * time.Millisecond) // two more poll intervals on both hosts
-	if _, after := stats(); fmt.Sprint(after) != fmt.Sprint(before) {
+	// The proof that polling went on past the completions: a sentinel job
+	// submitted now is polled twice, so at least two claims of due tasks
+	// ran after every completion, and would have picked up a completed job
+	// were it claimable.
+	sentinel, err := a.Submit(context.Background(), name, task.SubmitRequest{
+		UserID: "alice", ThreadID: "t1", ServerName: "jobs", TaskName: "sentinel",
+		Arguments:  json.RawMessage(`{"payload": "sentinel", "steps": 1000}`),
+		DriverData: ordinary.DriverData("enqueue", "job_state", "abort_job"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually.Check(t, "two polls of the sentinel job", func() (bool, string) {
+		row, err := storeA.Get(context.Background(), sentinel.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row.PollAttemptCount >= 2, fmt.Sprintf("%d polls", row.PollAttemptCount)
+	})
+	_, after := stats()
+	delete(after, sentinel.RemoteTaskID)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("completed jobs were polled again: %v → %v", before, after)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +15,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/internal/gateway"
@@ -139,20 +139,15 @@ func (r *rig) submit(args string) string {
 	return id
 }
 
-// until polls the task's detail until done says so (60 s at most).
+// until polls the task's detail until done says so.
 func (r *rig) until(id string, done func(map[string]any) bool) map[string]any {
 	r.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		_, detail := r.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if done(detail) {
-			return detail
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("task %s: %v", id, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var detail map[string]any
+	eventually.Check(r.t, "task "+id, func() (bool, string) {
+		_, detail = r.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
+		return done(detail), fmt.Sprint(detail)
+	})
+	return detail
 }
 
 func terminal(d map[string]any) bool {
@@ -296,13 +291,10 @@ func TestHostileAnswerStaysPending(t *testing.T) {
 				if code, res := r.do("POST", "/api/threads/t1/mcp-tasks/"+id+"/input", `{"action": "accept", "content": {"value": "blue"}}`); code/100 != 2 {
 					t.Fatalf("answer: %d %v", code, res)
 				}
-				deadline := time.Now().Add(60 * time.Second)
-				for r.stats("jobs")["input_calls"].(float64) < 3 {
-					if time.Now().After(deadline) {
-						t.Fatalf("the answer was not retried: %v", r.stats("jobs"))
-					}
-					time.Sleep(100 * time.Millisecond)
-				}
+				eventually.Check(t, "the answer to be retried", func() (bool, string) {
+					st := r.stats("jobs")
+					return st["input_calls"].(float64) >= 3, fmt.Sprint(st)
+				})
 				if st := r.stats("jobs"); st["inputs_applied"] != float64(1) {
 					t.Errorf("jobs server stats = %v, want the answer taken once across its redeliveries", st)
 				}

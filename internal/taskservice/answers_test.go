@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
@@ -49,20 +49,16 @@ func TestAnswersOnTwoReplicas(t *testing.T) {
 	b.Start()
 	await := func(id string, status task.Status) taskstore.Task {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			row, err := storeA.Get(ctx, id, "alice")
+		var row taskstore.Task
+		eventually.Check(t, fmt.Sprintf("task %s to be %s", id, status), func() (bool, string) {
+			var err error
+			row, err = storeA.Get(ctx, id, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if row.Status == status {
-				return row
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("task %s is %s, want %s", id, row.Status, status)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return row.Status == status, string(row.Status)
+		})
+		return row
 	}
 	for i, id := range ids {
 		await(id, "input_required")

@@ -4,33 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/taskservice"
 	"github.com/antler-mcp/antler/internal/taskstore"
 	"github.com/antler-mcp/antler/internal/toolcache"
 )
-
-// waitFor runs check every 50 ms until it reports true, failing the test
-// with what it last said once deadline passes (a hang guard, not a timing
-// assertion).
-func waitFor(t *testing.T, what string, check func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ok, state := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s: %s", what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // hangConfig is fastConfig where no call times out during a test and a
 // user may have 1000 active tasks.
@@ -49,7 +31,7 @@ func bobCompletes(t *testing.T, svc *taskservice.Service, store *taskstore.Store
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bob's task to complete", func() (bool, string) {
+	eventually.Check(t, "bob's task to complete", func() (bool, string) {
 		row, err := store.Get(ctx, bob.ID, "bob")
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +48,7 @@ func cancelAndWait(t *testing.T, svc *taskservice.Service, store *taskstore.Stor
 	if _, err := svc.Cancel(ctx, id, task.Scope{User: user, Thread: "t1"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the cancellation", func() (bool, string) {
+	eventually.Check(t, "the cancellation", func() (bool, string) {
 		row, err := store.Get(ctx, id, user)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +86,7 @@ func TestHungUpstreamOfOneUserDoesNotHoldUpAnother(t *testing.T) {
 			}
 			svc.Start()
 			share := cfg.PollShare()
-			waitFor(t, "alice's hung status calls to fill her share", func() (bool, string) {
+			eventually.Check(t, "alice's hung status calls to fill her share", func() (bool, string) {
 				s := serverStats(t, cache, "stats")
 				return s.InFlightStatus == share, fmt.Sprintf("%d in flight", s.InFlightStatus)
 			})
@@ -140,7 +122,7 @@ func TestHungStatusCallTimesOutAndIsRetried(t *testing.T) {
 	r := newRig(t, cfg)
 	row := r.submit(`{"topic": "x", "delay_ms": 0, "hang_status_calls": 3}`)
 	var got taskstore.Task
-	waitFor(t, "three timed-out polls", func() (bool, string) {
+	eventually.Check(t, "three timed-out polls", func() (bool, string) {
 		if err := r.svc.RunOnce(context.Background()); err != nil {
 			t.Fatal(err)
 		}

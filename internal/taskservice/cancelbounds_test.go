@@ -3,6 +3,7 @@ package taskservice_test
 import (
 	"context"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"sync"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestCancelledHungPollsStillCountAgainstTheShare(t *testing.T) {
 				if here {
 					want = 2 * share // here, each cancel gives its worker back for her next task
 				}
-				waitFor(t, "alice's polled tasks to be cancelled", func() (bool, string) {
+				eventually.Check(t, "alice's polled tasks to be cancelled", func() (bool, string) {
 					n := cancelled()
 					return n >= want, fmt.Sprintf("%d cancelled", n)
 				})
@@ -175,7 +176,7 @@ func TestHungCancelsOfOneUserDoNotHoldUpAnother(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			waitFor(t, "alice's hung cancels to fill her share", func() (bool, string) {
+			eventually.Check(t, "alice's hung cancels to fill her share", func() (bool, string) {
 				s := serverStats(t, cache, "stats")
 				return s.HungCancels == share, fmt.Sprintf("%d hung", s.HungCancels)
 			})
@@ -189,7 +190,7 @@ func TestHungCancelsOfOneUserDoNotHoldUpAnother(t *testing.T) {
 				t.Fatal(err)
 			}
 			cancelAndWait(t, svc, store, long.ID, "bob")
-			waitFor(t, "bob's completion to be delivered", func() (bool, string) { return notes.got(done.ID), "not delivered" })
+			eventually.Check(t, "bob's completion to be delivered", func() (bool, string) { return notes.got(done.ID), "not delivered" })
 			if s := serverStats(t, cache, "stats"); s.HungCancels != share {
 				t.Errorf("%d cancel calls hang, want alice's %d still blocked (her share, no more)", s.HungCancels, share)
 			}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-	"time"
+
+	"github.com/antler-mcp/antler/internal/eventually"
+	"github.com/antler-mcp/antler/internal/testtask"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/task"
@@ -25,20 +27,8 @@ func replica(t testing.TB, cfgPath, dsn string, cfg task.Config) (*taskservice.S
 // notifyingReplica is a replica that delivers task events through notifier.
 func notifyingReplica(t testing.TB, cfgPath, dsn string, cfg task.Config, notifier tasknotify.Notifier) (*taskservice.Service, *taskstore.Store, *toolcache.Cache) {
 	t.Helper()
-	cache := toolcache.New(toolcache.Options{ConfigPath: cfgPath, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	store, err := taskstore.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	if err := drivers.Register(ordinary.Name, ordinary.New(taskservice.CacheCaller{Cache: cache})); err != nil {
-		t.Fatal(err)
-	}
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Notifier: notifier})
-	t.Cleanup(svc.Stop)
-	return svc, store, cache
+	rt := testtask.Open(t, testtask.Options{ConfigPath: cfgPath, DSN: dsn, Config: cfg, Notifier: notifier})
+	return rt.Service, rt.Store, rt.Cache
 }
 
 // TestTwoReplicasOnOnePostgres runs two hosts on one Postgres task table
@@ -68,23 +58,18 @@ func TestTwoReplicasOnOnePostgres(t *testing.T) {
 	a.Start()
 	b.Start()
 
-	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
-		for {
-			row, err := storeA.Get(context.Background(), id, "alice")
+		var row taskstore.Task
+		eventually.Check(t, fmt.Sprintf("task %s to complete", id), func() (bool, string) {
+			var err error
+			row, err = storeA.Get(context.Background(), id, "alice")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if row.Status == "completed" {
-				if row.CompletedAt.IsZero() || len(row.Result) == 0 {
-					t.Errorf("task %s completed without its result", id)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("task %s is %s", id, row.Status)
-			}
-			time.Sleep(200 * time.Millisecond)
+			return row.Status == "completed", string(row.Status)
+		})
+		if row.CompletedAt.IsZero() || len(row.Result) == 0 {
+			t.Errorf("task %s completed without its result", id)
 		}
 	}
 
@@ -100,9 +85,27 @@ func TestTwoReplicasOnOnePostgres(t *testing.T) {
 	for remote, s := range stats.PerTask {
 		before[remote] = s.StatusCalls
 	}
-	time.Sleep(2500 * time.Millisecond) // two more poll intervals on both hosts
+	// The proof that polling went on past the completions: a sentinel task
+	// submitted now is polled twice, so at least two claims of due tasks
+	// ran after every completion, and would have picked up a completed
+	// task were it claimable.
+	sentinel, err := a.Submit(context.Background(), ordinary.Name, task.SubmitRequest{
+		UserID: "alice", ThreadID: "t1", ServerName: "reports", TaskName: "sentinel",
+		Arguments:  json.RawMessage(`{"topic": "sentinel", "delay_ms": 600000}`),
+		DriverData: ordinary.DriverData("submit_report", "get_report_status", "cancel_report"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually.Check(t, "two polls of the sentinel task", func() (bool, string) {
+		row, err := storeA.Get(context.Background(), sentinel.ID, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return row.PollAttemptCount >= 2, fmt.Sprintf("%d polls", row.PollAttemptCount)
+	})
 	for remote, s := range serverStats(t, cacheA, "alice").PerTask {
-		if s.StatusCalls != before[remote] {
+		if remote != sentinel.RemoteTaskID && s.StatusCalls != before[remote] {
 			t.Errorf("completed remote task %s was polled again (%d → %d)", remote, before[remote], s.StatusCalls)
 		}
 	}

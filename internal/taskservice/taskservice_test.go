@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"testing"
 	"time"
 
@@ -50,23 +51,19 @@ func (r *rig) submit(args string) taskstore.Task {
 // reaches status or the deadline passes.
 func (r *rig) pollUntil(id string, status task.Status) taskstore.Task {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var row taskstore.Task
+	eventually.Check(r.t, fmt.Sprintf("task %s to be %s", id, status), func() (bool, string) {
 		if err := r.svc.RunOnce(context.Background()); err != nil {
 			r.t.Fatal(err)
 		}
-		row, err := r.store.Get(context.Background(), id, "alice")
+		var err error
+		row, err = r.store.Get(context.Background(), id, "alice")
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if row.Status == status {
-			return row
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("task %s is %s (last error %q), want %s", id, row.Status, row.LastPollError, status)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return row.Status == status, fmt.Sprintf("%s (last error %q)", row.Status, row.LastPollError)
+	})
+	return row
 }
 
 // stats asks alice's reports process how often it was called.
@@ -114,20 +111,13 @@ func TestCancelTwiceCancelsOnceRemotely(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.Check(t, "the task to be cancelled", func() (bool, string) {
 		got, err := r.store.Get(context.Background(), row.ID, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == "cancelled" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status %s, want cancelled", got.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got.Status == "cancelled", string(got.Status)
+	})
 	if _, cancels := r.stats(); cancels != 1 {
 		t.Errorf("remote cancel calls = %d, want 1", cancels)
 	}
@@ -144,7 +134,9 @@ func TestSlowStatusPastTheLeaseIsDiscarded(t *testing.T) {
 	cfg.LeaseSeconds = 1 // below the settings' range on purpose: the lease would expire mid-call
 	r := newRig(t, cfg)
 	row := r.submit(`{"topic": "x", "delay_ms": 0, "slow_status_ms": 1600}`)
-	time.Sleep(1100 * time.Millisecond) // the first poll is due one interval after submit
+	// The first poll is due one interval after submit, at the row's
+	// next_poll_at: the pass below runs once that time has come.
+	eventually.True(t, "the first poll to be due", func() bool { return !time.Now().Before(row.NextPollAt) })
 	if err := r.svc.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}

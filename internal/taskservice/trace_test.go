@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,8 +47,7 @@ func TestTaskPollsAreTracesLinkedToTheSubmit(t *testing.T) {
 	if want := fmt.Sprintf("00-%s-%s-01", sc.TraceID(), sc.SpanID()); row.TraceParent != want {
 		t.Fatalf("stored trace parent %q, want the submit's %s", row.TraceParent, want)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	eventually.Check(t, "the task to complete", func() (bool, string) {
 		if err := rt.Service.RunOnce(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -55,14 +55,8 @@ func TestTaskPollsAreTracesLinkedToTheSubmit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == "completed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task is %s, want completed", got.Status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return got.Status == "completed", string(got.Status)
+	})
 	var polls int
 	for _, s := range exp.GetSpans() {
 		if s.Name != taskservice.SpanPoll {

@@ -7,11 +7,14 @@ package testtask
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/config"
 	"github.com/antler-mcp/antler/internal/envvar"
 	"github.com/antler-mcp/antler/internal/task"
@@ -44,24 +47,72 @@ type Runtime struct {
 	Drivers *taskplugin.Set
 }
 
+// Options configure a test's task runtime; zero fields are defaults.
+type Options struct {
+	// Doc is written as the runtime's extensions_config.json (""
+	// with ConfigPath "": no servers).
+	Doc string
+	// ConfigPath is an existing config file to read instead of Doc:
+	// replicas of one host share it.
+	ConfigPath string
+	// Config is the task runtime's config (zero: FastConfig()).
+	Config task.Config
+	// DSN opens the store ("": SQLite in a temporary folder). Replicas
+	// pass one Postgres schema (storetest.PostgresSchema); a test that
+	// restarts the host passes the same SQLite path twice.
+	DSN string
+	// Logger receives the cache's and the service's logs (nil: discarded).
+	Logger *slog.Logger
+	// Tracer traces the tool calls and the task runtime (nil: off).
+	Tracer *tracing.Tracer
+	// Notifier delivers task events (nil: they stay pending).
+	Notifier tasknotify.Notifier
+	// Now is the service's clock (nil: time.Now).
+	Now func() time.Time
+}
+
 // New writes doc as the extensions_config.json of a new tool cache and
 // builds the store and the service over it. The service is not started
 // (Start it when the test wants polling); it is stopped at the end.
 func New(t testing.TB, doc string, cfg task.Config) *Runtime {
 	t.Helper()
-	return NewTraced(t, doc, cfg, nil)
+	return Open(t, Options{Doc: doc, Config: cfg})
 }
 
 // NewTraced is New with tr tracing the tool calls and the task runtime.
 func NewTraced(t testing.TB, doc string, cfg task.Config, tr *tracing.Tracer) *Runtime {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
+	return Open(t, Options{Doc: doc, Config: cfg, Tracer: tr})
+}
+
+// Open builds the runtime opts describe: the tool cache over its config,
+// the store, and the service with the ordinary driver, both spec tasks
+// drivers and the plugin drivers the config names. The service is not
+// started; every part is closed when the test ends.
+func Open(t testing.TB, opts Options) *Runtime {
+	t.Helper()
+	cfg := opts.Config
+	if cfg == (task.Config{}) {
+		cfg = FastConfig()
 	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir(), SpecTasks: true, Tracer: tr})
+	path := opts.ConfigPath
+	if path == "" {
+		doc := opts.Doc
+		if doc == "" {
+			doc = `{"mcpServers": {}}`
+		}
+		path = filepath.Join(t.TempDir(), "extensions_config.json")
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir(), SpecTasks: true, Tracer: opts.Tracer, Logger: opts.Logger})
 	t.Cleanup(cache.Close)
-	store, err := taskstore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"))
+	dsn := opts.DSN
+	if dsn == "" {
+		dsn = filepath.Join(t.TempDir(), "tasks.db")
+	}
+	store, err := taskstore.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +140,8 @@ func NewTraced(t testing.TB, doc string, cfg task.Config, tr *tracing.Tracer) *R
 		}
 		t.Cleanup(plugged.Close)
 	}
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Tracer: tr})
+	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: cfg, Tracer: opts.Tracer, Logger: opts.Logger,
+		Notifier: opts.Notifier, Now: opts.Now})
 	t.Cleanup(svc.Stop)
 	return &Runtime{Cache: cache, Store: store, Service: svc, Drivers: plugged}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"os"
 	"path/filepath"
 	"slices"
@@ -318,7 +319,7 @@ func TestResetDuringDiscoveryNeverPublishesTheOldResult(t *testing.T) {
 		s, err := b.cache.ToolSet(context.Background())
 		done <- result{s, err}
 	}()
-	waitFor(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })
+	eventually.True(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })
 	b.env.Store("DEMO_TOOLS", "new_tool")
 	b.cache.Reset()
 	r := <-done
@@ -345,7 +346,7 @@ func TestEditDuringDiscoveryIsNotPublishedUnderTheNewSignature(t *testing.T) {
 		s, _ := b.cache.ToolSet(context.Background())
 		done <- s
 	}()
-	waitFor(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })
+	eventually.True(t, "discovery of the slow server to be under way", func() bool { return initializeArrived(wire) })
 	b.write(doc(`"slow": ` + stdio(bin, "", "-tools", "new_tool")))
 	s := <-done
 	if s == nil {

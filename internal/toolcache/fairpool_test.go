@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func (r *fairRig) submitTask(s *toolcache.ToolSet, user, thread string, args map
 func (r *fairRig) awaitReport(s *toolcache.ToolSet, user, thread, id string) map[string]any {
 	r.t.Helper()
 	var p map[string]any
-	eventually(func() bool {
+	eventually.True(r.t, "report "+id+" to end", func() bool {
 		p = r.must(s, "reports_get_report_status", user, thread, map[string]any{"task_id": id})
 		return p["status"] != "running"
 	})
@@ -134,7 +135,7 @@ func TestFloodingUserCannotEvictOtherUsersCallsOrTasks(t *testing.T) {
 				slowDone <- result{out, err}
 			}()
 			// The slow status call is in the server's handler: in flight.
-			waitFor(t, "bob's slow status call to be in flight", func() bool {
+			eventually.True(t, "bob's slow status call to be in flight", func() bool {
 				st := r.must(s, "reports_report_stats", "bob", "call", map[string]any{})
 				per, _ := st["per_task"].(map[string]any)[slow].(map[string]any)
 				return per["max_concurrent_status"] == 1.0
@@ -200,7 +201,7 @@ func TestIdleTimeoutKeepsTheSessionOfAnActiveTask(t *testing.T) {
 	s := r.snap()
 	task := r.submitTask(s, "bob", "t1", map[string]any{"topic": "q3", "delay_ms": 1000})
 	whoamiAs(t, s, "demo_whoami", "bob", "t1")
-	waitFor(t, "the idle session to be closed", func() bool { return status(t, s, "demo").Sessions == 0 })
+	eventually.True(t, "the idle session to be closed", func() bool { return status(t, s, "demo").Sessions == 0 })
 	if n := status(t, s, "reports").Sessions; n != 1 {
 		t.Fatalf("reports sessions %d after the idle timeout, want the task's one", n)
 	}

@@ -3,6 +3,7 @@ package toolcache_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -79,7 +80,7 @@ func TestChildThatExitsIsEvictedWithoutAFailedCall(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the dead session to be evicted", func() bool { return status(t, s, "fs").Sessions == 0 })
+	eventually.True(t, "the dead session to be evicted", func() bool { return status(t, s, "fs").Sessions == 0 })
 	if got := whoamiAs(t, s, "fs_whoami", "alice", "t1").PID; got == pid {
 		t.Error("the next call reused the dead process")
 	}

@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"bytes"
 	"context"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"log/slog"
 	"strings"
 	"sync"
@@ -46,13 +47,9 @@ func TestChildStderrIsLoggedWithSecretsMasked(t *testing.T) {
 	if _, err := upstream.Dial(ctx, ext.Servers[0], upstream.Options{Logger: log}); err == nil {
 		t.Fatal("a child that exits at once was dialled")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logs.String(), "starting with token=") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the child's stderr was not logged:\n%s", logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	eventually.Check(t, "the child's stderr to be logged", func() (bool, string) {
+		return strings.Contains(logs.String(), "starting with token="), logs.String()
+	})
 	if strings.Contains(logs.String(), "CANARY") {
 		t.Errorf("a configured secret reached the log:\n%s", logs)
 	}

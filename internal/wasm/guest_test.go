@@ -16,6 +16,7 @@ import (
 )
 
 func TestWellBehavedGuest(t *testing.T) {
+	t.Parallel()
 	m := load(t, "echo", wasm.ModuleOptions{})
 
 	info := m.Info()
@@ -181,6 +182,7 @@ func TestConcurrentCallsNoCrossTalk(t *testing.T) {
 }
 
 func TestPerUserIsolation(t *testing.T) {
+	t.Parallel()
 	t.Run("per_user", func(t *testing.T) {
 		m := load(t, "echo", wasm.ModuleOptions{Name: "echo-per-user", PerUser: true, Grants: wasm.Grants{Random: true}})
 		for i := 1; i <= 3; i++ {
@@ -215,6 +217,7 @@ func TestPerUserIsolation(t *testing.T) {
 }
 
 func TestGrants(t *testing.T) {
+	t.Parallel()
 	year := time.Now().Year()
 	// Two modules per setting: each serves its first call from its own fresh
 	// instance, so the pair shows whether fresh instances see the same
@@ -256,6 +259,7 @@ func TestGrants(t *testing.T) {
 }
 
 func TestCompilationCacheDir(t *testing.T) {
+	t.Parallel()
 	code := guestCode(t, "echo")
 	dir := t.TempDir()
 	loadIn := func() time.Duration {

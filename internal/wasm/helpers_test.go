@@ -17,6 +17,10 @@ import (
 // The tests share one runtime (and so one compilation cache): compiling a Go
 // guest takes seconds under the race detector, and most tests only need a
 // module, not a fresh runtime. Tests that are about runtimes make their own.
+// A test that only uses modules of its own runs in parallel (a runtime is
+// safe for concurrent use); one that measures the process (its heap, a
+// call's elapsed time, a thousand goroutines at once) does not, so that
+// nothing else runs beside it.
 var shared struct {
 	once sync.Once
 	rt   *wasm.Runtime

@@ -107,6 +107,7 @@ func TestAllocationBombIsContained(t *testing.T) {
 }
 
 func TestPanicFailsClosed(t *testing.T) {
+	t.Parallel()
 	m := load(t, "hostile", wasm.ModuleOptions{Name: "panicky", PoolSize: 1})
 
 	// A panic in the handler is recovered by the SDK's dispatcher: the
@@ -149,6 +150,7 @@ func TestPanicFailsClosed(t *testing.T) {
 }
 
 func TestNoHostFilesystem(t *testing.T) {
+	t.Parallel()
 	_ = os.Remove("/tmp/antler-hostile-guest") // the name the guest tries to create
 	m := load(t, "hostile", wasm.ModuleOptions{Name: "snoop", Grants: wasm.Grants{Clock: true, Random: true}})
 	resp := call(t, m, "", "fs")
@@ -175,6 +177,7 @@ func TestNoHostFilesystem(t *testing.T) {
 }
 
 func TestMalformedAnswers(t *testing.T) {
+	t.Parallel()
 	m := load(t, "rawout", wasm.ModuleOptions{Name: "rawout", PoolSize: 1})
 	okCount := func(t *testing.T, after string) string {
 		t.Helper()
@@ -243,6 +246,7 @@ func TestMalformedAnswers(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	rt := sharedRuntime(t)
 	loadErr := func(t *testing.T, name string, code []byte) *wasm.LoadError {
 		t.Helper()
@@ -294,6 +298,7 @@ func TestLoadErrors(t *testing.T) {
 // reload does): the call completes, and its instance is closed afterwards
 // rather than kept alive in a pool nobody can reach.
 func TestCloseDuringCall(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	entered, release := make(chan struct{}), make(chan struct{})
 	m := load(t, "hostile", wasm.ModuleOptions{

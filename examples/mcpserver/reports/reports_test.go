@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"io"
 	"os"
 	"os/exec"
@@ -341,21 +342,15 @@ func stats(t *testing.T, c *client.Client) statsPayload {
 	return s
 }
 
-// await polls the status of id until it leaves running, and fails the test
-// if it does not within ten seconds.
+// await polls the status of id until it leaves running.
 func await(t *testing.T, c *client.Client, id string) payload {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		p := status(t, c, id)
-		if p.Status != statusRunning {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s still running after 10s", id)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	var p payload
+	eventually.True(t, "task "+id+" to leave running", func() bool {
+		p = status(t, c, id)
+		return p.Status != statusRunning
+	})
+	return p
 }
 
 // TestContract runs every scenario over every transport, each against a
@@ -447,7 +442,6 @@ func testInputRequired(t *testing.T, connect connectFunc) {
 		if p.PollAfterSeconds == nil || *p.PollAfterSeconds != 30 {
 			t.Errorf("poll_after_seconds = %v, want 30", p.raw["poll_after_seconds"])
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if p := cancelTask(t, c, id); p.Status != statusCancelled || p.has("input_required") {
 		t.Fatalf("cancel = %v, want cancelled", p.raw)
@@ -687,7 +681,7 @@ func testSlowStatus(t *testing.T, connect connectFunc) {
 		}
 		answered <- p
 	}()
-	time.Sleep(100 * time.Millisecond) // let the slow call arrive first
+	eventually.True(t, "the slow status call to arrive first", func() bool { return stats(t, c).InFlightStatus == 1 })
 	if p := status(t, c, fastID); p.Status != statusRunning {
 		t.Errorf("fast status = %v, want running", p.raw)
 	}
@@ -720,9 +714,7 @@ func testHangStatus(t *testing.T, connect connectFunc) {
 		_, err := c.CallTool(ctx, req)
 		gaveUp <- err
 	}()
-	for stats(t, c).InFlightStatus != 1 {
-		time.Sleep(10 * time.Millisecond) // until the hung call has arrived
-	}
+	eventually.True(t, "the hung status call to arrive", func() bool { return stats(t, c).InFlightStatus == 1 })
 	select {
 	case err := <-gaveUp:
 		t.Fatalf("the hung status call answered: %v", err)

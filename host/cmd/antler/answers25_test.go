@@ -199,15 +199,5 @@ func TestSpecTaskAnswerSurvivesAHostCrash(t *testing.T) {
 // delivered (a hang guard, not a timing assertion).
 func awaitNotified(t *testing.T, h *serveBinary, thread, id string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, d := h.do("GET", "/api/threads/"+thread+"/mcp-tasks/"+id, "")
-		if d["notification_status"] == "delivered" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notification of %s not delivered: %v", id, d)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	h.awaitDetail(thread, id, "notification delivered", func(d map[string]any) bool { return d["notification_status"] == "delivered" })
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
+	"github.com/antler-mcp/antler/internal/eventually"
 )
 
 // answerStats are report_stats' per-task answer counts.
@@ -34,20 +35,10 @@ func reportAnswers(t *testing.T, h *serveBinary) map[string]answerStats {
 	return st.PerTask
 }
 
-// awaitTask polls the task API of h until the task is in status.
+// awaitTask polls the task API of h until task id of thread t1 is in status.
 func awaitTask(t *testing.T, h *serveBinary, id, status string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		code, d := h.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if code == 200 && d["status"] == status {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %d %v, want %s\n%s", id, code, d, status, h.errb)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return h.awaitDetail("t1", id, "status "+status, func(d map[string]any) bool { return d["status"] == status })
 }
 
 // TestAnswersSurviveAHostCrash answers two report tasks' questions through
@@ -111,22 +102,16 @@ func TestAnswersSurviveAHostCrash(t *testing.T) {
 		}
 	}
 	answer(inFlight, "the board")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	// The upstream took the answer and holds its reply back.
+	eventually.Check(t, "the upstream receiving the answer", func() (bool, string) {
 		applied := 0
 		for _, st := range reportAnswers(t, host) {
 			if st.AnswerApplied != "" {
 				applied++
 			}
 		}
-		if applied == 1 {
-			break // the upstream took the answer and holds its reply back
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the upstream never received the answer\n%s", host.errb)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return applied == 1, fmt.Sprintf("%d answers applied\n%s", applied, host.errb)
+	})
 	answer(recorded, "the auditors")
 	_ = host.cmd.Process.Signal(syscall.SIGKILL)
 	_ = host.cmd.Wait()

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/antler-mcp/antler/abi"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
@@ -161,6 +161,9 @@ func TestServeShutsDownCleanly(t *testing.T) {
 		body string
 		err  error
 	}
+	// The call is in flight once the stdio child has read it: its read
+	// count (/proc/<pid>/io rchar) moves past what it was when idle.
+	idle := readChars(t, child)
 	inflight := make(chan result, 1)
 	go func() {
 		resp, err := http.Post(addr+"/api/mcp/tools/demo_sleep/call", "application/json", strings.NewReader(`{"arguments":{"ms":1000},"thread_id":"t1"}`))
@@ -172,7 +175,7 @@ func TestServeShutsDownCleanly(t *testing.T) {
 		resp.Body.Close()
 		inflight <- result{body: string(b)}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	eventually.True(t, "the stdio child reading the sleep call", func() bool { return readChars(t, child) > idle })
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -184,13 +187,7 @@ func TestServeShutsDownCleanly(t *testing.T) {
 		t.Errorf("exit: %v\n%s", err, &stderr)
 	}
 	// The child must be gone (signal 0 probes existence).
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(child, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("stdio child %d outlived the host", child)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually.True(t, fmt.Sprintf("stdio child %d to exit with the host", child), func() bool { return syscall.Kill(child, 0) != nil })
 }
 
 // TestQuickStartConfig runs the README's quick start configuration: the demo
@@ -316,13 +313,28 @@ func TestNoOrphansWhenTheHostDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range kids {
-		for syscall.Kill(pid, 0) == nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("child %d outlived a SIGKILLed host", pid)
+		eventually.True(t, fmt.Sprintf("child %d to exit with a SIGKILLed host", pid), func() bool { return syscall.Kill(pid, 0) != nil })
+	}
+}
+
+// readChars is how many bytes process pid has read so far (rchar in
+// /proc/<pid>/io): it moves when a stdio server reads a request.
+func readChars(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatalf("read the io counters of %d: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("rchar of %d: %v", pid, err)
 			}
-			time.Sleep(50 * time.Millisecond)
+			return n
 		}
 	}
+	t.Fatalf("no rchar in /proc/%d/io", pid)
+	return 0
 }

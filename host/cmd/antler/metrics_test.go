@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestMetricsAndAuditAfterRealTraffic runs antler serve with metrics and the
@@ -48,17 +47,7 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 	if code != 200 || id == "" {
 		t.Fatalf("submit: %d %v", code, res)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, detail := host.do("GET", "/api/threads/thread-canary/mcp-tasks/"+id, "")
-		if detail["status"] == "completed" && detail["notification_status"] == "delivered" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task: %v\n%s", detail, host.errb)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	host.awaitDetail("thread-canary", id, "completed and delivered", completedAndDelivered)
 	if code, res := host.do("PATCH", "/api/mcp/config", `{"server_name": "reports", "enabled": false}`); code != 200 {
 		t.Fatalf("PATCH: %d %v", code, res)
 	}

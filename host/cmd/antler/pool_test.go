@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/antler-mcp/antler/internal/eventually"
 )
 
 // TestIdleTimeoutKeepsAnActiveTasksProcess runs the real host with a short
@@ -36,27 +37,15 @@ func TestIdleTimeoutKeepsAnActiveTasksProcess(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(id, "mcp-task-") {
 		t.Fatalf("submit: %d %v", code, res)
 	}
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		_, detail := host.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if detail["status"] == "completed" {
-			break
+	host.awaitDetail("t1", id, "completed", func(d map[string]any) bool {
+		if d["status"] == "failed" {
+			t.Fatalf("the task is %v: its idle process was closed under it\n%s", d, host.errb)
 		}
-		if detail["status"] == "failed" || time.Now().After(deadline) {
-			t.Fatalf("the task is %v: its idle process was closed under it\n%s", detail, host.errb)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return d["status"] == "completed"
+	})
 	// With no active task left, the idle process goes.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	eventually.Check(t, "the finished task's process closing", func() (bool, string) {
 		_, servers := host.do("GET", "/api/mcp/servers", "")
-		if strings.Contains(fmt.Sprint(servers["servers"]), "sessions:0") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the finished task's process was never closed: %v", servers)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(fmt.Sprint(servers["servers"]), "sessions:0"), fmt.Sprint(servers)
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/mcpserver"
 )
 
@@ -114,60 +115,38 @@ func TestSpecTasksSurviveAHostCrash(t *testing.T) {
 	if _, nested := modern["task"]; modern["resultType"] != "task" || newID == "" || nested {
 		t.Fatalf("2026-07-28 submit: %v", modern)
 	}
-	time.Sleep(1500 * time.Millisecond) // at least one poll happened
+	// The crash comes while both tasks are tracked: each has been polled.
+	host.awaitDetail(oldThread, oldID, "a first poll", polled)
+	host.awaitDetail(mcpserver.ModernThread, newID, "a first poll", polled)
 	_ = host.cmd.Process.Signal(syscall.SIGKILL)
 	_ = host.cmd.Wait()
 
 	again := startServe(t, antler, args...)
 	c := mcpClient(t, ctx, again.base)
-	deadline := time.Now().Add(45 * time.Second)
-	for {
+	eventually.Check(t, "the 2025-11-25 task completing after the crash", func() (bool, string) {
 		got, err := c.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: oldID}})
 		if err != nil {
 			t.Fatalf("tasks/get after the restart: %v", err)
 		}
-		if got.Status == mcp.TaskStatusCompleted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the crash the 2025-11-25 task is %+v\n%s", got, again.errb)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return got.Status == mcp.TaskStatusCompleted, fmt.Sprintf("%+v\n%s", got, again.errb)
+	})
 	res, err := c.TaskResult(ctx, mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: oldID}})
 	if err != nil || res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "Report: q3") {
 		t.Errorf("tasks/result after the restart: %+v %v", res, err)
 	}
-	for {
-		d := modernPost(t, again.base, "tasks/get", newID, map[string]any{"taskId": newID})
-		if d["status"] == "completed" {
-			if b, _ := json.Marshal(d["result"]); !strings.Contains(string(b), "Report: q4") {
-				t.Errorf("inlined result after the restart: %s", b)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the crash the 2026-07-28 task is %v\n%s", d, again.errb)
-		}
-		time.Sleep(300 * time.Millisecond)
+	var d map[string]any
+	eventually.Check(t, "the 2026-07-28 task completing after the crash", func() (bool, string) {
+		d = modernPost(t, again.base, "tasks/get", newID, map[string]any{"taskId": newID})
+		return d["status"] == "completed", fmt.Sprintf("%v\n%s", d, again.errb)
+	})
+	if b, _ := json.Marshal(d["result"]); !strings.Contains(string(b), "Report: q4") {
+		t.Errorf("inlined result after the restart: %s", b)
 	}
 
 	// Both rows are the REST task API's too, and each completion is
 	// delivered once.
 	for _, row := range []struct{ thread, id string }{{oldThread, oldID}, {mcpserver.ModernThread, newID}} {
-		for {
-			code, detail := again.do("GET", "/api/threads/"+row.thread+"/mcp-tasks/"+row.id, "")
-			if code != 200 {
-				t.Fatalf("REST task %s in %s: %d %v", row.id, row.thread, code, detail)
-			}
-			if detail["notification_status"] == "delivered" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("notification of %s not delivered: %v", row.id, detail)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		awaitNotified(t, again, row.thread, row.id)
 	}
 	per := map[string]int{}
 	for _, d := range hook.deliveries() {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/host/tasknotify"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/taskstore/storetest"
 	"github.com/antler-mcp/antler/internal/testmcp"
 )
@@ -81,6 +82,29 @@ func (s *serveBinary) do(method, path, body string) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
+// awaitDetail polls the task API of s until the detail of task id in
+// thread satisfies ok, and returns that detail; what says what was awaited
+// and a failure shows the last detail and the host's log.
+func (s *serveBinary) awaitDetail(thread, id, what string, ok func(detail map[string]any) bool) map[string]any {
+	s.t.Helper()
+	var d map[string]any
+	eventually.Check(s.t, fmt.Sprintf("task %s in %s: %s", id, thread, what), func() (bool, string) {
+		code, got := s.do("GET", "/api/threads/"+thread+"/mcp-tasks/"+id, "")
+		d = got
+		return code == 200 && ok(got), fmt.Sprintf("%d %v\n%s", code, got, s.errb)
+	})
+	return d
+}
+
+// completedAndDelivered reports whether the task completed and its
+// notification was delivered.
+func completedAndDelivered(d map[string]any) bool {
+	return d["status"] == "completed" && d["notification_status"] == "delivered"
+}
+
+// polled reports whether the runtime has polled the task at least once.
+func polled(d map[string]any) bool { return d["last_polled_at"] != nil }
+
 // TestDurableReportSurvivesAHostCrash submits a report through the gateway,
 // kills the host with SIGKILL while it is being polled, restarts it on the
 // same SQLite file, and sees the task complete. The reports server runs as
@@ -137,7 +161,7 @@ func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 	if code, _ := host.do("GET", "/api/threads/t2/mcp-tasks/"+id, ""); code != 404 {
 		t.Errorf("another thread's task: %d, want 404", code)
 	}
-	time.Sleep(1500 * time.Millisecond) // at least one poll happened
+	host.awaitDetail("t1", id, "a first poll", polled) // the crash comes while the task is tracked
 	state := filepath.Join(data, "users", "default", "threads", "t1", "user-data", "workspace", ".reports", "reports.json")
 	if _, err := os.Stat(state); err != nil {
 		t.Fatalf("the reports child keeps no jobs in its thread workspace: %v", err)
@@ -148,19 +172,8 @@ func TestDurableReportSurvivesAHostCrash(t *testing.T) {
 	again := startServe(t, antler, args...)
 	// A live consumer that resumes from the beginning of the thread.
 	events := openEventStream(t, again.base+"/api/threads/t1/mcp-tasks/events", "0")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, detail := again.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if detail["status"] == "completed" {
-			if detail["result"] == nil {
-				t.Error("completed without a result")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the crash the task is %v\n%s", detail, again.errb)
-		}
-		time.Sleep(300 * time.Millisecond)
+	if detail := again.awaitDetail("t1", id, "completed after the crash", func(d map[string]any) bool { return d["status"] == "completed" }); detail["result"] == nil {
+		t.Error("completed without a result")
 	}
 	_, tasks := again.do("POST", "/api/mcp/tools/list_background_tasks/call", `{"thread_id": "t1"}`)
 	if !strings.Contains(fmt.Sprint(tasks["structuredContent"]), "report-generation") {
@@ -315,17 +328,9 @@ func TestTaskConfigFrozenAtStartup(t *testing.T) {
 	if res := submit(); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), msg) {
 		t.Fatalf("a drifted submit: %v", res)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, detail := host.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-		if strings.Contains(fmt.Sprint(detail["last_poll_error"]), msg) && detail["status"] != "failed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the background poll did not refuse the drifted config: %v", detail)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	host.awaitDetail("t1", id, "the background poll refusing the drifted config", func(d map[string]any) bool {
+		return strings.Contains(fmt.Sprint(d["last_poll_error"]), msg) && d["status"] != "failed"
+	})
 }
 
 // TestTwoHostsOnPostgresSurviveACrash runs two `antler serve` processes on
@@ -367,22 +372,16 @@ func TestTwoHostsOnPostgresSurviveACrash(t *testing.T) {
 		}
 		ids = append(ids, id)
 	}
-	time.Sleep(1500 * time.Millisecond) // both hosts are polling
+	// The crash comes once every task has been claimed and polled (by
+	// either host), so that a's leases are live when it dies.
+	for _, id := range ids {
+		a.awaitDetail("t1", id, "a first poll", polled)
+	}
 	_ = a.cmd.Process.Signal(syscall.SIGKILL)
 	_ = a.cmd.Wait()
 
-	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
-		for {
-			_, detail := b.do("GET", "/api/threads/t1/mcp-tasks/"+id, "")
-			if detail["status"] == "completed" && detail["notification_status"] == "delivered" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("task %s on the surviving host: %v\n%s", id, detail, b.errb)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		b.awaitDetail("t1", id, "completed and delivered on the surviving host", completedAndDelivered)
 	}
 	keys := map[string]map[string]bool{}
 	for _, env := range hook.deliveries() {

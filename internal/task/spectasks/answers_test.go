@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -21,20 +22,16 @@ import (
 // waitRow waits (a hang guard) until ok holds for the task's row.
 func waitRow(t *testing.T, store *taskstore.Store, id string, what string, ok func(taskstore.Task) bool) taskstore.Task {
 	t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		row, err := store.Get(context.Background(), id, "alice")
+	var row taskstore.Task
+	eventually.Check(t, "task "+what, func() (bool, string) {
+		var err error
+		row, err = store.Get(context.Background(), id, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok(row) {
-			return row
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task never %s: %+v", what, row)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return ok(row), fmt.Sprintf("%+v", row)
+	})
+	return row
 }
 
 // TestAnswerTheServerNoLongerWaitsForIsAbandoned holds server-everything's

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/antler-mcp/antler/internal/eventually"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
 	"github.com/antler-mcp/antler/internal/task"
@@ -88,27 +88,23 @@ func submit(t *testing.T, svc *taskservice.Service, tool toolcache.Tool, args st
 	return id
 }
 
-// waitStatus waits (a hang guard, not a timing assertion) until the task
-// is terminal, and fails unless it ended as want.
+// waitStatus waits until the task is in status want, and fails at once if
+// it ends in another.
 func waitStatus(t *testing.T, store *taskstore.Store, id string, want task.Status) taskstore.Task {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		row, err := store.Get(context.Background(), id, "alice")
+	var row taskstore.Task
+	eventually.Check(t, fmt.Sprintf("task %s to end %s", id, want), func() (bool, string) {
+		var err error
+		row, err = store.Get(context.Background(), id, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if row.Status.IsTerminal() || row.Status == want {
-			if row.Status != want {
-				t.Fatalf("task ended %s (error %q, last poll error %q), want %s", row.Status, row.Error, row.LastPollError, want)
-			}
-			return row
+		if row.Status.IsTerminal() && row.Status != want {
+			t.Fatalf("task ended %s (error %q, last poll error %q), want %s", row.Status, row.Error, row.LastPollError, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task is still %s (last poll error %q), want %s", row.Status, row.LastPollError, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return row.Status == want, fmt.Sprintf("%s (last poll error %q)", row.Status, row.LastPollError)
+	})
+	return row
 }
 
 // TestResearchCompletesAsDurableTask runs server-everything's research tool
@@ -212,27 +208,8 @@ type hostParts struct {
 // host is one Antler host's task runtime over the store at dbPath.
 func host(t *testing.T, config, dbPath string) hostParts {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir(), SpecTasks: true})
-	t.Cleanup(cache.Close)
-	store, err := taskstore.Open(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	var drivers task.Registry
-	if err := drivers.Register(spectasks.Name, spectasks.New(taskservice.SpecCaller{Cache: cache}, spectasks.Options{})); err != nil {
-		t.Fatal(err)
-	}
-	if err := drivers.Register(spectasks.ExtensionName, spectasks.NewExtension(taskservice.SpecCaller{Cache: cache}, spectasks.Options{})); err != nil {
-		t.Fatal(err)
-	}
-	svc := taskservice.New(taskservice.Options{Store: store, Drivers: &drivers, Config: testtask.FastConfig()})
-	t.Cleanup(svc.Stop)
-	return hostParts{cache: cache, store: store, svc: svc}
+	rt := testtask.Open(t, testtask.Options{Doc: config, DSN: dbPath})
+	return hostParts{cache: rt.Cache, store: rt.Store, svc: rt.Service}
 }
 
 // TestForgottenSessionFailsTheTask ends the session a task lives in (as a
