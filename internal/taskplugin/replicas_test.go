@@ -123,13 +123,7 @@ func TestTwoReplicasWithAPluginDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually.Check(t, "two polls of the sentinel job", func() (bool, string) {
-		row, err := storeA.Get(context.Background(), sentinel.ID, "alice")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return row.PollAttemptCount >= 2, fmt.Sprintf("%d polls", row.PollAttemptCount)
-	})
+	testtask.Await(t, storeA, sentinel.ID, "alice", "two polls of the sentinel job", func(row taskstore.Task) bool { return row.PollAttemptCount >= 2 })
 	_, after := stats()
 	delete(after, sentinel.RemoteTaskID)
 	if fmt.Sprint(after) != fmt.Sprint(before) {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
 	"github.com/antler-mcp/antler/internal/taskstore"
@@ -33,10 +32,7 @@ func TestAnswerQuestionIsForTheQuestionAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := task.Scope{User: "alice", Thread: "t1"}
-	eventually.Check(t, "the task to ask", func() (bool, string) {
-		row, err = rt.Store.Get(ctx, row.ID, "alice")
-		return err == nil && row.Status == task.StatusInputRequired, string(row.Status)
-	})
+	row = testtask.Await(t, rt.Store, row.ID, "alice", "the task to ask", func(r taskstore.Task) bool { return r.Status == task.StatusInputRequired })
 	answer := task.Answer{Action: "accept", Content: json.RawMessage(`{"answer": "the board"}`)}
 
 	earlier := taskstore.Question{InputRequired: json.RawMessage(`{"question":"Which quarter?"}`)}
@@ -51,8 +47,7 @@ func TestAnswerQuestionIsForTheQuestionAsked(t *testing.T) {
 	if err != nil || got.AnswerStatus != taskstore.AnswerPending {
 		t.Fatalf("the answer to the question asked: %+v %v", got, err)
 	}
-	eventually.Check(t, "the task to complete with the answer", func() (bool, string) {
-		row, _ = rt.Store.Get(ctx, row.ID, "alice")
-		return row.Status == task.StatusCompleted && strings.Contains(string(row.Result), "the board"), string(row.Status)
+	testtask.Await(t, rt.Store, row.ID, "alice", "the task to complete with the answer", func(r taskstore.Task) bool {
+		return r.Status == task.StatusCompleted && strings.Contains(string(r.Result), "the board")
 	})
 }

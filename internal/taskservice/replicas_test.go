@@ -97,13 +97,7 @@ func TestTwoReplicasOnOnePostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually.Check(t, "two polls of the sentinel task", func() (bool, string) {
-		row, err := storeA.Get(context.Background(), sentinel.ID, "alice")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return row.PollAttemptCount >= 2, fmt.Sprintf("%d polls", row.PollAttemptCount)
-	})
+	testtask.Await(t, storeA, sentinel.ID, "alice", "two polls of the sentinel task", func(row taskstore.Task) bool { return row.PollAttemptCount >= 2 })
 	for remote, s := range serverStats(t, cacheA, "alice").PerTask {
 		if remote != sentinel.RemoteTaskID && s.StatusCalls != before[remote] {
 			t.Errorf("completed remote task %s was polled again (%d → %d)", remote, before[remote], s.StatusCalls)

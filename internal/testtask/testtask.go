@@ -7,6 +7,7 @@ package testtask
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/config"
 	"github.com/antler-mcp/antler/internal/envvar"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/task"
 	"github.com/antler-mcp/antler/internal/task/ordinary"
 	"github.com/antler-mcp/antler/internal/task/spectasks"
@@ -165,4 +167,20 @@ func FastConfig() task.Config {
 	cfg.Enabled = true
 	cfg.PollIntervalSeconds = 1
 	return cfg
+}
+
+// Await waits until user's task id, as stored, satisfies cond and returns
+// it; the test fails with what it waited for and the task's last status
+// and poll count.
+func Await(t testing.TB, store *taskstore.Store, id, user, what string, cond func(taskstore.Task) bool) taskstore.Task {
+	t.Helper()
+	var row taskstore.Task
+	eventually.Check(t, what, func() (bool, string) {
+		var err error
+		if row, err = store.Get(context.Background(), id, user); err != nil {
+			t.Fatalf("task %s: %v", id, err)
+		}
+		return cond(row), fmt.Sprintf("%s after %d polls", row.Status, row.PollAttemptCount)
+	})
+	return row
 }
