@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/antler-mcp/antler/host/tasknotify"
 	"github.com/antler-mcp/antler/internal/eventually"
+	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 // answerStats are report_stats' per-task answer counts.
@@ -50,21 +49,8 @@ func awaitTask(t *testing.T, h *serveBinary, id, status string) map[string]any {
 // answer once: the one cut off in flight was delivered again under the
 // same answer id, which the upstream recognised.
 func TestAnswersSurviveAHostCrash(t *testing.T) {
-	dir := t.TempDir()
-	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
-	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
-	cfg := filepath.Join(dir, "extensions_config.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report",
-		"respond_tool": "respond_report"}]}}}`, reports)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	settingsFile := filepath.Join(dir, "antler.yaml")
-	if err := os.WriteFile(settingsFile, []byte("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--config", cfg, "--settings", settingsFile, "--data", filepath.Join(dir, "data")}
+	rh := newReportsHost(t, testtask.ReportsAnswerToolset, nil)
+	antler, args := rh.antler, rh.args
 
 	host := startServe(t, antler, args...)
 	events := openEventStream(t, host.base+"/api/threads/t1/mcp-tasks/events", "0")

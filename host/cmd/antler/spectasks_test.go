@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/mcpserver"
+	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 // mcpClient starts an mcp-go client speaking 2025-11-25 to a host's /mcp.
@@ -76,23 +75,9 @@ func modernPost(t *testing.T, base, method, name string, params map[string]any) 
 // inlined result (2026-07-28) are the report, and each completion is
 // delivered to the webhook exactly once.
 func TestSpecTasksSurviveAHostCrash(t *testing.T) {
-	dir := t.TempDir()
-	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
-	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
-	cfg := filepath.Join(dir, "extensions_config.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, reports)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	hook := newHookReceiver(t)
-	settingsFile := filepath.Join(dir, "antler.yaml")
-	yml := fmt.Sprintf("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"+
-		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", hook.srv.URL, hookSecret)
-	if err := os.WriteFile(settingsFile, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"--config", cfg, "--settings", settingsFile, "--data", filepath.Join(dir, "data")}
+	rh := newReportsHost(t, testtask.ReportsToolset, hook)
+	antler, args := rh.antler, rh.args
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -22,6 +22,7 @@ import (
 	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/taskstore/storetest"
 	"github.com/antler-mcp/antler/internal/testmcp"
+	"github.com/antler-mcp/antler/internal/testtask"
 )
 
 // serveBinary is a running `antler serve` built from source.
@@ -41,6 +42,36 @@ func buildInto(t *testing.T, dir, pkg, name string) string {
 		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
 	return out
+}
+
+// reportsHost is a built antler and reports server in a test folder: the
+// reports server configured with toolset (testtask.ReportsToolset or
+// ReportsAnswerToolset), mcp_tasks on (polling every second, 5 s leases),
+// and events delivered to hook when it is set. args are serve's.
+type reportsHost struct {
+	dir, antler, cfg, data string
+	args                   []string
+}
+
+func newReportsHost(t *testing.T, toolset string, hook *hookReceiver) reportsHost {
+	t.Helper()
+	h := reportsHost{dir: t.TempDir()}
+	h.antler = buildInto(t, h.dir, "./host/cmd/antler", "antler")
+	reports := buildInto(t, h.dir, "./examples/mcpserver/reports", "reports")
+	h.cfg, h.data = filepath.Join(h.dir, "extensions_config.json"), filepath.Join(h.dir, "data")
+	if err := os.WriteFile(h.cfg, []byte(fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, %s}}}`, reports, toolset)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	yml := "mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"
+	if hook != nil {
+		yml += fmt.Sprintf("  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", hook.srv.URL, hookSecret)
+	}
+	settingsFile := filepath.Join(h.dir, "antler.yaml")
+	if err := os.WriteFile(settingsFile, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.args = []string{"--config", h.cfg, "--settings", settingsFile, "--data", h.data}
+	return h
 }
 
 func startServe(t *testing.T, antler string, args ...string) *serveBinary {
@@ -112,24 +143,9 @@ func polled(d map[string]any) bool { return d["last_polled_at"] != nil }
 // keeps the jobs in its thread workspace, and the restarted host's new
 // child in that workspace resumes them.
 func TestDurableReportSurvivesAHostCrash(t *testing.T) {
-	dir := t.TempDir()
-	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
-	reports := buildInto(t, dir, "./examples/mcpserver/reports", "reports")
-	cfg := filepath.Join(dir, "extensions_config.json")
-	doc := fmt.Sprintf(`{"mcpServers": {"reports": {"command": %q, "task_toolsets": [{"name": "report-generation",
-		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, reports)
-	if err := os.WriteFile(cfg, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	hook := newHookReceiver(t)
-	settingsFile := filepath.Join(dir, "antler.yaml")
-	yml := fmt.Sprintf("mcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n  lease_seconds: 5\n"+
-		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", hook.srv.URL, hookSecret)
-	if err := os.WriteFile(settingsFile, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(dir, "data")
-	args := []string{"--config", cfg, "--settings", settingsFile, "--data", data}
+	rh := newReportsHost(t, testtask.ReportsToolset, hook)
+	antler, cfg, data, args := rh.antler, rh.cfg, rh.data, rh.args
 
 	// Without the runtime, task toolsets refuse to start.
 	var out, errb bytes.Buffer
