@@ -30,7 +30,26 @@ type serveBinary struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	base string
-	errb *bytes.Buffer
+	errb *stderrBuffer
+}
+
+// stderrBuffer is a served process's stderr: written by exec's copying
+// goroutine while the test reads it (in a wait's progress message).
+type stderrBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *stderrBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *stderrBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func buildInto(t *testing.T, dir, pkg, name string) string {
@@ -78,7 +97,7 @@ func startServe(t *testing.T, antler string, args ...string) *serveBinary {
 	t.Helper()
 	cmd := exec.Command(antler, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	stdout, _ := cmd.StdoutPipe()
-	errb := &bytes.Buffer{}
+	errb := &stderrBuffer{}
 	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
