@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -93,6 +94,20 @@ func TestRoundsHoldTheirCallSlot(t *testing.T) {
 		if got := modernPost(t, srv.URL, as("ka"), "asker_ask", ""); !strings.Contains(got, "max_concurrent_calls") || !strings.Contains(got, `"isError":true`) {
 			t.Fatalf("alice's call %d past the cap: %s, want it refused", i+3, got)
 		}
+	}
+	// The slots are the gateway's, shared by both doors: with both of
+	// alice's held by /mcp rounds, her REST call is refused too.
+	req, _ := http.NewRequest("POST", srv.URL+"/api/mcp/tools/asker_ask/call", strings.NewReader(`{"arguments": {}}`))
+	req.Header.Set("Authorization", "Bearer ka")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "max_concurrent_calls") {
+		t.Fatalf("alice's REST call with her slots held on /mcp: %d %s, want 429", resp.StatusCode, body)
 	}
 	if started, inflight := up.started.Load(), up.inflight.Load(); started != 2 || inflight != 2 {
 		t.Fatalf("upstream calls started %d, in flight %d; want 2 and 2 (the cap)", started, inflight)
