@@ -89,8 +89,12 @@ const SpanRESTCall = "antler.rest tools/call"
 // of the caller's W3C traceparent header, and puts it in the request's
 // context; end records the call's outcome (see dispatch.StartDoorSpan).
 func (s *Server) doorSpan(c echo.Context, snap *toolcache.ToolSet, tool toolcache.Tool) (end func(json.RawMessage, error)) {
+	tr := snap.Tracer()
+	if tr == nil { // off: no header lookups, no new request on the call path
+		return func(json.RawMessage, error) {}
+	}
 	r := c.Request()
-	ctx, end := dispatch.StartDoorSpan(r.Context(), snap.Tracer(), dispatch.DoorSpan{Name: SpanRESTCall, Door: dispatch.DoorREST,
+	ctx, end := dispatch.StartDoorSpan(r.Context(), tr, dispatch.DoorSpan{Name: SpanRESTCall, Door: dispatch.DoorREST,
 		Tool: tool.Name, Server: tool.Server, TraceParent: r.Header.Get("traceparent"), TraceState: r.Header.Get("tracestate")})
 	c.SetRequest(r.WithContext(ctx))
 	return end
