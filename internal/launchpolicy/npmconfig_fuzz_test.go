@@ -28,6 +28,8 @@ func FuzzNpmConfigSpelling(f *testing.F) {
 	for form := range uint8(8) {
 		f.Add(uint16(slices.Index(keys, "git")), uint64(0), form, "-cBBB")
 		f.Add(uint16(slices.Index(keys, "git")), uint64(0), form, "--cBBB")
+		// "acc" abbreviates access, but nopt expands -acc as -a -c -c.
+		f.Add(uint16(slices.Index(keys, "git")), uint64(0), form, "-acc")
 	}
 	p := New()
 	f.Fuzz(func(t *testing.T, pick uint16, mask uint64, form uint8, value string) {

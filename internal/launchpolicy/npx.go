@@ -440,7 +440,8 @@ func jsSpace(r rune) bool {
 // valuePiece is the token nopt makes of the value of "--opt=value", which it
 // parses again as an option when opt does not take it. A value that names a
 // config ("--yes=--call=code") is reported by that name, as spelled; any
-// other ("--git=-cBBB", a shorthand cluster whose letters are a payload too)
+// other ("--git=-cBBB" or "--git=-acc", a shorthand cluster whose letters
+// are a payload too)
 // by the option it was the value of, so that a message never shows a value.
 func valuePiece(value string, opt npxToken) npxToken {
 	name, _, _ := strings.Cut(value, "=")
@@ -449,7 +450,11 @@ func valuePiece(value string, opt npxToken) npxToken {
 		key = key[3:]
 	}
 	if key != "" && npmAbbrev(key) != "" {
-		return npxToken{text: value}
+		// A name nopt takes apart as shorthands ("-acc" is -a -c -c, though
+		// "acc" also abbreviates "access") is a payload, not a name.
+		if _, short := noptResolveShort(name); !short {
+			return npxToken{text: value}
+		}
 	}
 	return npxToken{text: value, disp: opt.flag()}
 }
