@@ -39,6 +39,37 @@ type callParams struct {
 	mcp.MultiRoundTripParams
 }
 
+// encodeCallParams is json.Marshal(p), written directly for the usual call
+// (a plain name and valid arguments, nothing else), which skips the
+// reflection walk and the re-encoding of the arguments on every call. The
+// bytes may differ from json.Marshal's (no HTML escaping, whitespace kept)
+// but decode to the same value.
+func encodeCallParams(p callParams) (json.RawMessage, error) {
+	if len(p.Meta) > 0 || len(p.Task) > 0 || p.InputResponses != nil || p.RequestState != "" ||
+		!plainJSONString(p.Name) || (len(p.Arguments) > 0 && !json.Valid(p.Arguments)) {
+		return json.Marshal(p)
+	}
+	b := make([]byte, 0, len(`{"name":"","arguments":}`)+len(p.Name)+len(p.Arguments))
+	b = append(append(append(b, `{"name":"`...), p.Name...), '"')
+	if len(p.Arguments) > 0 {
+		b = append(append(b, `,"arguments":`...), p.Arguments...)
+	}
+	return append(b, '}'), nil
+}
+
+// plainJSONString reports whether s is written in JSON as itself between
+// quotes, as json.Marshal would write it: printable ASCII without '"',
+// '\\' or the HTML characters it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
 // callRaw sends tools/call as Request does (relay, result cap, protocol
 // _meta, cancellation), the _meta put in before the params are encoded,
 // and answers input_required results until the final one.
@@ -72,7 +103,7 @@ func (c *Conn) callParams(ctx context.Context, p callParams) (json.RawMessage, e
 				return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
 			}
 		}
-		params, err := json.Marshal(p)
+		params, err := encodeCallParams(p)
 		if err != nil {
 			return nil, &RPCError{Code: mcp.INVALID_PARAMS, Message: "tools/call: " + err.Error()}
 		}
