@@ -1,4 +1,5 @@
-// Package jsonscan reads the top-level members of a JSON object that is
+// Package jsonscan reads the top-level members of a JSON object, or the
+// elements of an array, that is
 // already known to be valid (json.Valid) without decoding it: the hot
 // paths that only need to find a few members (a REST call's body, a
 // server's reply line) use it instead of a reflective decode.
@@ -34,6 +35,32 @@ func Members(body []byte, visit func(key, value []byte) bool) bool {
 		}
 		i = skipSpace(body, end)
 		if body[i] == '}' {
+			return true
+		}
+		i = skipSpace(body, i+1) // past the comma
+	}
+}
+
+// Elements calls visit with each element of body, a valid JSON array, in
+// order, until visit returns false; each is a slice of body (capped). It
+// reports false when visit did or when body is not an array. body must be
+// valid JSON: on other input the result is unspecified.
+func Elements(body []byte, visit func(value []byte) bool) bool {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '[' {
+		return false
+	}
+	i = skipSpace(body, i+1)
+	if body[i] == ']' {
+		return true
+	}
+	for {
+		end := skipValue(body, i)
+		if !visit(body[i:end:end]) {
+			return false
+		}
+		i = skipSpace(body, end)
+		if body[i] == ']' {
 			return true
 		}
 		i = skipSpace(body, i+1) // past the comma

@@ -41,3 +41,35 @@ func TestMembers(t *testing.T) {
 		t.Errorf("a stopped walk: %d members, reported true", n)
 	}
 }
+
+// TestElements: the elements of valid arrays, as written, in order; not an
+// array is refused.
+func TestElements(t *testing.T) {
+	tests := []struct {
+		body string
+		ok   bool
+		want string // elements joined by " | "
+	}{
+		{`[]`, true, ""},
+		{` [ ] `, true, ""},
+		{`[1,"a,b",{"c":[1,2]},[3,[4]],null,true]`, true, `1 | "a,b" | {"c":[1,2]} | [3,[4]] | null | true`},
+		{"[\n {\"t\" : \"x\"} ,\t\"]\" ]", true, `{"t" : "x"} | "]"`},
+		{`{"a":1}`, false, ""},
+		{`"s"`, false, ""},
+		{``, false, ""},
+	}
+	for _, tc := range tests {
+		var got []string
+		ok := jsonscan.Elements([]byte(tc.body), func(v []byte) bool {
+			got = append(got, string(v))
+			return true
+		})
+		if ok != tc.ok || (ok && strings.Join(got, " | ") != tc.want) {
+			t.Errorf("%s: %v %q, want %v %q", tc.body, ok, got, tc.ok, tc.want)
+		}
+	}
+	n := 0
+	if jsonscan.Elements([]byte(`[1,2]`), func([]byte) bool { n++; return false }) || n != 1 {
+		t.Errorf("a stopped walk: %d elements, reported true", n)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
+	"github.com/antler-mcp/antler/internal/jsonscan"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/upstream"
@@ -332,25 +333,43 @@ var knownContent = map[string]bool{
 	mcp.ContentTypeResource: true, mcp.ContentTypeToolUse: true, mcp.ContentTypeToolResult: true,
 }
 
-// present records that a member is there, null included, without keeping
-// its value.
-type present bool
-
-func (p *present) UnmarshalJSON([]byte) error { *p = true; return nil }
-
-// contentBlock is what passThrough reads of a content block: its type.
-type contentBlock struct {
-	Type knownType `json:"type"`
+// knownBlocks reports whether content, a valid JSON array, holds only
+// objects whose one "type" member is a plain string naming one of
+// knownContent (an escaped name reads as unknown, which only costs the
+// result the decoding path).
+func knownBlocks(content []byte) bool {
+	return jsonscan.Elements(content, func(block []byte) bool {
+		known := 0
+		return jsonscan.Members(block, func(key, value []byte) bool {
+			switch {
+			case string(key) == "type":
+				known++
+				return known == 1 && len(value) > 2 && value[0] == '"' && bytes.IndexByte(value, '\\') < 0 &&
+					knownContent[string(value[1:len(value)-1])]
+			case foldsTo(key, "type"):
+				return false
+			}
+			return true
+		}) && known == 1
+	})
 }
 
-// knownType reports whether a content block's type is a string naming one
-// of knownContent, read without decoding it (an escaped name reads as
-// unknown, which only costs the result the decoding path).
-type knownType bool
-
-func (k *knownType) UnmarshalJSON(b []byte) error {
-	*k = knownType(len(b) > 2 && b[0] == '"' && b[len(b)-1] == '"' && bytes.IndexByte(b, '\\') < 0 && knownContent[string(b[1:len(b)-1])])
-	return nil
+// foldsTo reports whether encoding/json could take key for one of names,
+// which are ASCII: a key equal to one of them ignoring case, or any key
+// outside ASCII (Unicode folding maps some letters, such as U+017F, to
+// ASCII ones).
+func foldsTo(key []byte, names ...string) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	for _, n := range names {
+		if bytes.EqualFold(key, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }
 
 // passThrough is a result as the client gets it, without decoding it into
@@ -361,25 +380,41 @@ func (k *knownType) UnmarshalJSON(b []byte) error {
 // does (the upstream's serverInfo dropped), the others' bytes kept. A
 // 2026-07-28 result gets the resultType and serverInfo mcp-go would add.
 func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage, bool) {
-	var probe struct {
-		Content       []contentBlock  `json:"content"`
-		ResultType    json.RawMessage `json:"resultType"`
-		InputRequests present         `json:"inputRequests"`
-		RequestState  present         `json:"requestState"`
-		Meta          present         `json:"_meta"`
-	}
 	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '{' || json.Unmarshal(raw, &probe) != nil || probe.Content == nil ||
-		bool(probe.InputRequests) || bool(probe.RequestState) ||
-		probe.ResultType != nil && string(probe.ResultType) != `"`+string(mcp.ResultTypeComplete)+`"` {
+	if len(raw) < 2 || raw[0] != '{' || !json.Valid(raw) {
 		return nil, false
 	}
-	for _, c := range probe.Content {
-		if !c.Type {
-			return nil, false
+	// The members are read as written, without decoding the result; a
+	// member named twice, or one of these names in another case (which
+	// encoding/json would also match), is left to the decoding path.
+	var content, resultType []byte
+	var meta bool
+	var seen uint8
+	if !jsonscan.Members(raw, func(key, value []byte) bool {
+		var bit uint8
+		switch string(key) {
+		case "content":
+			bit, content = 1, value
+		case "resultType":
+			bit, resultType = 2, value
+		case "_meta":
+			bit, meta = 4, true
+		case "inputRequests", "requestState":
+			return false
+		default:
+			return !foldsTo(key, "content", "resultType", "_meta", "inputRequests", "requestState")
 		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}) || content == nil || content[0] != '[' ||
+		resultType != nil && string(resultType) != `"`+string(mcp.ResultTypeComplete)+`"` ||
+		!knownBlocks(content) {
+		return nil, false
 	}
-	if probe.ResultType != nil || bool(probe.Meta) {
+	if resultType != nil || meta {
 		return s.rewriteResult(raw, modern)
 	}
 	if !modern {

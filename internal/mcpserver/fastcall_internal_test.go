@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -46,6 +47,14 @@ func TestPassThroughProbe(t *testing.T) {
 		{"request state", `{"content":[],"requestState":"s"}`, false},
 		{"incomplete", `{"content":[],"resultType":"input_required"}`, false},
 		{"not an object", `[1]`, false},
+		{"spaced", "{ \"content\" : [ { \"text\" : \"hi\" , \"type\" : \"text\" } ] }", true},
+		{"content twice", `{"content":[],"content":null}`, false},
+		{"type twice", `{"content":[{"type":"text","type":"hologram"}]}`, false},
+		{"content in another case", `{"Content":[{"type":"text"}]}`, false},
+		{"input requests in another case", `{"content":[],"InputRequests":{}}`, false},
+		{"type in another case", `{"content":[{"TYPE":"text"}]}`, false},
+		{"a key folding to requestState", "{\"content\":[],\"reque\u017ftState\":\"s\"}", false},
+		{"invalid JSON", `{"content":[{"type":"text"}]`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := s.passThrough(json.RawMessage(tc.raw), false)
@@ -60,4 +69,76 @@ func TestPassThroughProbe(t *testing.T) {
 	if !ok || string(got) != `{"content":[{"type":"text","text":"hi"}]}` {
 		t.Errorf("null _meta: %s, %v", got, ok)
 	}
+}
+
+// passThroughByDecoding is passThrough's probe as encoding/json reads the
+// result (what it was before it read the members as written): whether the
+// bytes may pass and whether they must be rewritten.
+func passThroughByDecoding(raw []byte) (through, rewrite bool) {
+	var probe struct {
+		Content []struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"content"`
+		ResultType    json.RawMessage `json:"resultType"`
+		InputRequests member          `json:"inputRequests"`
+		RequestState  member          `json:"requestState"`
+		Meta          member          `json:"_meta"`
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '{' || json.Unmarshal(raw, &probe) != nil || probe.Content == nil ||
+		bool(probe.InputRequests) || bool(probe.RequestState) ||
+		probe.ResultType != nil && string(probe.ResultType) != `"complete"` {
+		return false, false
+	}
+	for _, c := range probe.Content {
+		b := c.Type
+		if !(len(b) > 2 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0 && knownContent[string(b[1:len(b)-1])]) {
+			return false, false
+		}
+	}
+	return true, probe.ResultType != nil || bool(probe.Meta)
+}
+
+// member records that a member is there, null included.
+type member bool
+
+func (m *member) UnmarshalJSON([]byte) error { *m = true; return nil }
+
+// FuzzPassThroughProbe: a result the door passes through as its bytes is
+// one encoding/json would also let through, and its bytes (with the
+// revision's prefix) are the upstream's.
+func FuzzPassThroughProbe(f *testing.F) {
+	for _, seed := range []string{
+		`{"content":[{"type":"text","text":"hi"}]}`,
+		`{"content":[{"type":"image","data":"x"},{"type":"resource_link","uri":"a://b"}],"isError":false}`,
+		`{"content":[],"_meta":{"a":1}}`,
+		`{"content":[],"resultType":"complete"}`,
+		`{"Content":[{"type":"text"}]}`,
+		`{"content":[{"type":"text","Type":"x"}]}`,
+		`{"content":[],"inputRequests":null}`,
+		`{"content":[],"_meta":null}`,
+		"{\"content\":[],\"reque\u017ftState\":1}",
+	} {
+		f.Add(seed)
+	}
+	s := &Server{modernPrefix: []byte(`{"resultType":"complete",`)}
+	f.Fuzz(func(t *testing.T, raw string) {
+		want, rewrite := passThroughByDecoding([]byte(raw))
+		for _, modern := range []bool{false, true} {
+			got, ok := s.passThrough(json.RawMessage(raw), modern)
+			if !ok {
+				continue
+			}
+			if !want {
+				t.Fatalf("%q passed (modern %v) as %s; encoding/json reads it as not relayable as bytes", raw, modern, got)
+			}
+			if rewrite {
+				continue // rewriteResult's own output
+			}
+			trimmed := bytes.TrimSpace([]byte(raw))
+			if !modern && !bytes.Equal(got, trimmed) || modern && !bytes.Equal(got, append([]byte(`{"resultType":"complete",`), trimmed[1:]...)) {
+				t.Fatalf("%q passed (modern %v) as %s", raw, modern, got)
+			}
+		}
+	})
 }

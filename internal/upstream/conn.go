@@ -174,6 +174,7 @@ type Conn struct {
 	keep atomic.Bool
 
 	capabilities json.RawMessage // the server's, from initialize or server/discover
+	logging      bool            // capabilities declare logging
 	instructions string
 	requestSeq   atomic.Uint64 // ids of raw requests ("antler-N")
 	clientInfo   mcp.Implementation
@@ -251,6 +252,10 @@ func Dial(ctx context.Context, srv *config.Server, opts Options) (*Conn, error) 
 		}
 		if json.Unmarshal(raw, &r) == nil {
 			c.capabilities = r.Capabilities
+			var caps struct {
+				Logging json.RawMessage `json:"logging"`
+			}
+			c.logging = json.Unmarshal(c.capabilities, &caps) == nil && len(caps.Logging) > 0 && string(caps.Logging) != "null"
 		}
 	}
 	return c, nil

@@ -323,10 +323,16 @@ func (c *Conn) callLogLevel(ctx context.Context, meta map[string]any) map[string
 	if !ok {
 		return meta
 	}
-	out := maps.Clone(meta)
-	delete(out, mcp.MetaKeyLogLevel)
-	level := fmt.Sprint(v)
-	if c.relays.shared || !c.declaresLogging() || level == c.logLevel() {
+	var out map[string]any // nil when the level was the only key
+	if len(meta) > 1 {
+		out = maps.Clone(meta)
+		delete(out, mcp.MetaKeyLogLevel)
+	}
+	level, ok := v.(string)
+	if !ok {
+		level = fmt.Sprint(v)
+	}
+	if c.relays.shared || !c.logging || level == c.logLevel() {
 		return out
 	}
 	params, err := json.Marshal(mcp.SetLevelParams{Level: mcp.LoggingLevel(level)})
@@ -337,15 +343,6 @@ func (c *Conn) callLogLevel(ctx context.Context, meta map[string]any) map[string
 		c.log.Debug("upstream refused the call's log level", "level", level, "error", err)
 	}
 	return out
-}
-
-// declaresLogging reports whether the server declared the logging
-// capability.
-func (c *Conn) declaresLogging() bool {
-	var caps struct {
-		Logging json.RawMessage `json:"logging"`
-	}
-	return json.Unmarshal(c.capabilities, &caps) == nil && len(caps.Logging) > 0 && string(caps.Logging) != "null"
 }
 
 // logLevel is the level last set with logging/setLevel (or, on a
