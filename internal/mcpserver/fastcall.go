@@ -84,6 +84,87 @@ type callParams struct {
 	RequestID      json.RawMessage `json:"requestId"`
 }
 
+// readCallMessage reads msg from body, valid JSON, as written (jsonscan),
+// as json.Unmarshal would for the messages it accepts: every member the
+// door reads named once and exactly, its strings plain ASCII without
+// escapes, params an object. It reports false, msg in any state, for any
+// other message, which the caller decodes with encoding/json instead.
+func readCallMessage(body []byte, msg *callMessage) bool {
+	var seen uint16
+	once := func(bit uint16) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	return jsonscan.Members(body, func(key, value []byte) bool {
+		switch string(key) {
+		case "jsonrpc":
+			return once(1) && plainString(value, &msg.JSONRPC)
+		case "id":
+			msg.ID = json.RawMessage(value)
+			return once(2)
+		case "method":
+			return once(4) && plainString(value, &msg.Method)
+		case "params":
+			return once(8) && value[0] == '{' && readCallParams(value, &msg.Params)
+		}
+		return !foldsTo(key, "jsonrpc", "id", "method", "params")
+	})
+}
+
+// readCallParams is readCallMessage for the params object.
+func readCallParams(body []byte, p *callParams) bool {
+	var seen uint16
+	once := func(bit uint16) bool {
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return true
+	}
+	return jsonscan.Members(body, func(key, value []byte) bool {
+		switch string(key) {
+		case "name":
+			return once(1) && plainString(value, &p.Name)
+		case "arguments":
+			p.Arguments = json.RawMessage(value)
+			return once(2)
+		case "_meta":
+			return once(4) && json.Unmarshal(value, &p.Meta) == nil
+		case "task":
+			p.Task = json.RawMessage(value)
+			return once(8)
+		case "requestState":
+			p.RequestState = json.RawMessage(value)
+			return once(16)
+		case "inputResponses":
+			p.InputResponses = json.RawMessage(value)
+			return once(32)
+		case "requestId":
+			p.RequestID = json.RawMessage(value)
+			return once(64)
+		}
+		return !foldsTo(key, "name", "arguments", "_meta", "task", "requestState", "inputResponses", "requestId")
+	})
+}
+
+// plainString sets *dst to value when it is a JSON string of printable
+// ASCII without escapes (its text is then its value).
+func plainString(value []byte, dst *string) bool {
+	if len(value) < 2 || value[0] != '"' {
+		return false
+	}
+	for _, c := range value[1 : len(value)-1] {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	*dst = string(value[1 : len(value)-1])
+	return true
+}
+
 // fastState is the door's bookkeeping for the calls it answers itself.
 type fastState struct {
 	// touched is when mcp-go last saw a request of each session.
@@ -165,7 +246,16 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		return false
 	}
 	var msg callMessage
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcp.JSONRPC_VERSION {
+	if !json.Valid(body) {
+		return false
+	}
+	if !readCallMessage(body, &msg) {
+		msg = callMessage{}
+		if json.Unmarshal(body, &msg) != nil {
+			return false
+		}
+	}
+	if msg.JSONRPC != mcp.JSONRPC_VERSION {
 		return false
 	}
 	p := &msg.Params

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -141,4 +142,74 @@ func FuzzPassThroughProbe(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzReadCallMessage: a message the door reads as written is read as
+// encoding/json reads it.
+func FuzzReadCallMessage(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_echo","arguments":{"message":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":null,"_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"r"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{"ttl":1},"requestState":"s","inputResponses":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`,
+		`{"jsonrpc":"2.0","id":1,"method":"t\u006fols/call","params":{"name":"x"}}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return
+		}
+		var got callMessage
+		if !readCallMessage([]byte(body), &got) {
+			return
+		}
+		var want callMessage
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatalf("%s read as %+v; encoding/json: %v", body, got, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s read as %+v; encoding/json reads %+v", body, got, want)
+		}
+	})
+}
+
+// TestReadCallMessage: the usual messages are read as written; a member
+// named twice or in another case, an escaped string or params that are
+// not an object are left to encoding/json.
+func TestReadCallMessage(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		read bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_echo","arguments":{"message":"hi"}}}`, true},
+		{` { "method" : "tools/call" , "params" : { "arguments" : { } , "name" : "a" } , "id" : "x" , "jsonrpc" : "2.0" , "extra" : [1] } `, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"p"}}}`, true},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"y"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"x"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"METHOD":"tools/call","params":{"name":"x"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"x"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\u0078"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"naïve"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":null}`, false},
+		{`{"jsonrpc":2,"id":1,"method":"tools/call","params":{"name":"x"}}`, false},
+		{`[1]`, false},
+	} {
+		var msg callMessage
+		if got := readCallMessage([]byte(tc.body), &msg); got != tc.read {
+			t.Errorf("readCallMessage(%s) = %v, want %v", tc.body, got, tc.read)
+		}
+		if tc.read && (msg.JSONRPC != "2.0" || msg.Method == "") {
+			t.Errorf("readCallMessage(%s) read %+v", tc.body, msg)
+		}
+	}
+	var msg callMessage
+	readCallMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_echo","arguments":{"message":"hi"}}}`), &msg)
+	if msg.Params.Name != "demo_echo" || string(msg.Params.Arguments) != `{"message":"hi"}` || string(msg.ID) != "1" {
+		t.Errorf("read %+v", msg)
+	}
 }
