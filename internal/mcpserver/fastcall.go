@@ -90,61 +90,61 @@ type callParams struct {
 // escapes, params an object. It reports false, msg in any state, for any
 // other message, which the caller decodes with encoding/json instead.
 func readCallMessage(body []byte, msg *callMessage) bool {
-	var seen uint16
-	once := func(bit uint16) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
+	var seen readOnce
 	return jsonscan.Members(body, func(key, value []byte) bool {
 		switch string(key) {
 		case "jsonrpc":
-			return once(1) && plainString(value, &msg.JSONRPC)
+			return seen.first(1) && plainString(value, &msg.JSONRPC)
 		case "id":
 			msg.ID = json.RawMessage(value)
-			return once(2)
+			return seen.first(2)
 		case "method":
-			return once(4) && plainString(value, &msg.Method)
+			return seen.first(4) && plainString(value, &msg.Method)
 		case "params":
-			return once(8) && value[0] == '{' && readCallParams(value, &msg.Params)
+			return seen.first(8) && value[0] == '{' && readCallParams(value, &msg.Params)
 		}
 		return !foldsTo(key, "jsonrpc", "id", "method", "params")
 	})
 }
 
+// readOnce records which members of an object were read, so that a
+// member named twice (encoding/json would take the last) is refused.
+type readOnce uint16
+
+// first reports whether the member numbered by bit is read for the first
+// time, and records it.
+func (r *readOnce) first(bit uint16) bool {
+	if *r&readOnce(bit) != 0 {
+		return false
+	}
+	*r |= readOnce(bit)
+	return true
+}
+
 // readCallParams is readCallMessage for the params object.
 func readCallParams(body []byte, p *callParams) bool {
-	var seen uint16
-	once := func(bit uint16) bool {
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
-	}
+	var seen readOnce
 	return jsonscan.Members(body, func(key, value []byte) bool {
 		switch string(key) {
 		case "name":
-			return once(1) && plainString(value, &p.Name)
+			return seen.first(1) && plainString(value, &p.Name)
 		case "arguments":
 			p.Arguments = json.RawMessage(value)
-			return once(2)
+			return seen.first(2)
 		case "_meta":
-			return once(4) && json.Unmarshal(value, &p.Meta) == nil
+			return seen.first(4) && json.Unmarshal(value, &p.Meta) == nil
 		case "task":
 			p.Task = json.RawMessage(value)
-			return once(8)
+			return seen.first(8)
 		case "requestState":
 			p.RequestState = json.RawMessage(value)
-			return once(16)
+			return seen.first(16)
 		case "inputResponses":
 			p.InputResponses = json.RawMessage(value)
-			return once(32)
+			return seen.first(32)
 		case "requestId":
 			p.RequestID = json.RawMessage(value)
-			return once(64)
+			return seen.first(64)
 		}
 		return !foldsTo(key, "name", "arguments", "_meta", "task", "requestState", "inputResponses", "requestId")
 	})
@@ -479,9 +479,9 @@ func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage,
 	// encoding/json would also match), is left to the decoding path.
 	var content, resultType []byte
 	var meta bool
-	var seen uint8
+	var seen readOnce
 	if !jsonscan.Members(raw, func(key, value []byte) bool {
-		var bit uint8
+		var bit uint16
 		switch string(key) {
 		case "content":
 			bit, content = 1, value
@@ -494,11 +494,7 @@ func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage,
 		default:
 			return !foldsTo(key, "content", "resultType", "_meta", "inputRequests", "requestState")
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return true
+		return seen.first(bit)
 	}) || content == nil || content[0] != '[' ||
 		resultType != nil && string(resultType) != `"`+string(mcp.ResultTypeComplete)+`"` ||
 		!knownBlocks(content) {
