@@ -194,10 +194,16 @@ func assertNoLeak(t *testing.T, l launchpolicy.Launch, e *launchpolicy.Error) {
 
 // flagFromArgs reports whether flag is an argument's option as the policy
 // may report it: a "="-separated piece as given, stripped and lower-cased
-// (DeerFlow's normalisation), or one letter of a single-dash cluster.
+// (DeerFlow's normalisation), or one letter of a single-dash cluster. A
+// cluster that starts with "=" ("-=from": "-=", then -f taking "rom") is
+// read whole, as uvx's reading of clap takes it.
 func flagFromArgs(flag string, args []string) bool {
 	for _, a := range args {
-		for _, piece := range strings.Split(a, "=") {
+		pieces := strings.Split(a, "=")
+		if strings.HasPrefix(strings.TrimFunc(a, pySpace), "-=") {
+			pieces = append(pieces, a)
+		}
+		for _, piece := range pieces {
 			norm := strings.ToLower(strings.TrimFunc(piece, pySpace))
 			if piece == flag || norm == flag {
 				return true
