@@ -70,6 +70,9 @@ type callMessage struct {
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
 	Params  callParams      `json:"params"`
+	// params is the params member as written, when readCallMessage read
+	// the message (nil otherwise).
+	params json.RawMessage
 }
 
 // callParams are the params of a tools/call (and the requestId of a
@@ -101,6 +104,7 @@ func readCallMessage(body []byte, msg *callMessage) bool {
 		case "method":
 			return seen.first(4) && plainString(value, &msg.Method)
 		case "params":
+			msg.params = json.RawMessage(value)
 			return seen.first(8) && value[0] == '{' && readCallParams(value, &msg.Params)
 		}
 		return !foldsTo(key, "jsonrpc", "id", "method", "params")
@@ -250,7 +254,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		return false
 	}
 	if !readCallMessage(body, &msg) {
-		msg = callMessage{}
+		msg = callMessage{} // (params nil: the members are read again below if needed)
 		if json.Unmarshal(body, &msg) != nil {
 			return false
 		}
@@ -292,10 +296,17 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		if caps == nil || declaresServerRequests(*caps) || p.Meta.LogLevel() != "" {
 			return false
 		}
-		var raw struct {
-			Params json.RawMessage `json:"params"`
+		params := msg.params
+		if params == nil {
+			var raw struct {
+				Params json.RawMessage `json:"params"`
+			}
+			if json.Unmarshal(body, &raw) != nil {
+				return false
+			}
+			params = raw.Params
 		}
-		if json.Unmarshal(body, &raw) != nil || mcp.ValidateStandardHeaders(r.Header.Get, version, mcp.MethodToolsCall, bytes.TrimSpace(raw.Params)) != nil {
+		if mcp.ValidateStandardHeaders(r.Header.Get, version, mcp.MethodToolsCall, bytes.TrimSpace(params)) != nil {
 			return false
 		}
 	} else {

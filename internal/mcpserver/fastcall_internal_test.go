@@ -171,6 +171,13 @@ func FuzzReadCallMessage(f *testing.F) {
 		if err := json.Unmarshal([]byte(body), &want); err != nil {
 			t.Fatalf("%s read as %+v; encoding/json: %v", body, got, err)
 		}
+		var members struct {
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal([]byte(body), &members); !bytes.Equal(got.params, members.Params) {
+			t.Fatalf("%s: params read as %s; encoding/json reads %s", body, got.params, members.Params)
+		}
+		got.params = nil
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s read as %+v; encoding/json reads %+v", body, got, want)
 		}
