@@ -33,9 +33,13 @@ replace github.com/antler-mcp/antler => %s
 // repository: testdata/ownmodule, copied into a module of its own in a
 // temporary directory, vets and passes its sdktest unit test natively,
 // builds for wasip1 and natively, and the host loads both builds and calls
-// them. The module proxy is switched off: everything resolves from the
-// replaced checkout and the local module cache, as the checkout's own build
-// does.
+// them. The module is tidied first, with the module proxy, as an author's
+// `go get` and `go mod tidy` do: a dependency written before module graph
+// pruning, such as go-hclog, brings the go.mod files of its own
+// requirements, which the checkout's own build never reads, so a fresh
+// module cache lacks them. Then the proxy is switched off, so that vet, test
+// and build resolve everything from the replaced checkout and the local
+// module cache.
 func TestPluginInItsOwnModule(t *testing.T) {
 	root := testmcp.RepoRoot(t)
 	dir := t.TempDir()
@@ -46,7 +50,6 @@ func TestPluginInItsOwnModule(t *testing.T) {
 	// The checkout's go.sum holds every checksum the plugin's build needs.
 	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
 	t.Setenv("GOWORK", "off")
-	t.Setenv("GOPROXY", "off")
 	t.Setenv("GOFLAGS", strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
 
 	goCmd := func(args ...string) {
@@ -57,6 +60,8 @@ func TestPluginInItsOwnModule(t *testing.T) {
 			t.Fatalf("go %s in the plugin's module: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	goCmd("mod", "tidy")
+	t.Setenv("GOPROXY", "off")
 	goCmd("vet", ".")
 	goCmd("test", "-count=1", ".")
 	native := filepath.Join(dir, "audit")
