@@ -194,13 +194,14 @@ func assertNoLeak(t *testing.T, l launchpolicy.Launch, e *launchpolicy.Error) {
 
 // flagFromArgs reports whether flag is an argument's option as the policy
 // may report it: a "="-separated piece as given, stripped and lower-cased
-// (DeerFlow's normalisation), or one letter of a single-dash cluster. A
-// cluster that starts with "=" ("-=from": "-=", then -f taking "rom") is
-// read whole, as uvx's reading of clap takes it.
+// (DeerFlow's normalisation), or one letter of a single-dash cluster. The
+// whole token counts as a cluster too: uvx's reading of clap takes an "="
+// as a letter where no letter before it takes a value ("-=from" and
+// "-\xb7\xb7=from" are "-=", ..., then -f taking "rom").
 func flagFromArgs(flag string, args []string) bool {
 	for _, a := range args {
 		pieces := strings.Split(a, "=")
-		if strings.HasPrefix(strings.TrimFunc(a, pySpace), "-=") {
+		if t := strings.TrimFunc(a, pySpace); strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "--") {
 			pieces = append(pieces, a)
 		}
 		for _, piece := range pieces {
