@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -8,11 +9,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// decoded is what an upstream reads from encoded tools/call params.
+// decoded is what an upstream reads from encoded tools/call params, numbers
+// kept as written (1E700 is valid JSON, though no float64).
 func decoded(t *testing.T, b []byte) map[string]any {
 	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
 	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := d.Decode(&v); err != nil {
 		t.Fatalf("params %s do not decode: %v", b, err)
 	}
 	return v
