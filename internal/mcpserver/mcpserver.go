@@ -72,6 +72,19 @@ const ModernThread = tasktools.DefaultThread
 // session gets its own stdio sessions, as one agent conversation would.
 func SessionThread(sessionID string) string { return "mcp-" + sessionID }
 
+// DefaultThread says which thread a call that names none runs in.
+type DefaultThread string
+
+const (
+	// ThreadPerSession runs it in its MCP session's own thread
+	// (SessionThread), whose stdio processes end with the session.
+	ThreadPerSession DefaultThread = "session"
+	// ThreadPerUser runs it in its user's default thread, the one a REST
+	// call without thread_id and a 2026-07-28 call without a thread use:
+	// every session of a user shares one stdio process per server.
+	ThreadPerUser DefaultThread = "user"
+)
+
 // Defaults of Options.
 const (
 	DefaultSessionIdleTTL          = 30 * time.Minute
@@ -128,6 +141,11 @@ type Options struct {
 	// for its client's answer to the elicitation/create that asks a
 	// durable task's question (0: DefaultTaskInputTimeout).
 	TaskInputTimeout time.Duration
+	// DefaultThread is the thread of a session's call that names none
+	// ("": ThreadPerSession). ThreadPerUser trades the isolation of each
+	// session's stdio processes for fewer processes: many sessions of one
+	// user then cost what one does.
+	DefaultThread DefaultThread
 }
 
 // Server is the MCP door.
@@ -137,6 +155,8 @@ type Server struct {
 	spec  *specTasks
 	log   *slog.Logger
 	calls *principal.Slots
+	// threadPerUser is Options.DefaultThread == ThreadPerUser.
+	threadPerUser bool
 
 	mcp        *server.MCPServer
 	streamable *server.StreamableHTTPServer
@@ -205,6 +225,7 @@ func New(opts Options) *Server {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
 	s.ttl = ttl
+	s.threadPerUser = opts.DefaultThread == ThreadPerUser
 	s.implementation = mcp.Implementation{Name: "antler", Version: version}
 	s.implementationJSON, _ = json.Marshal(s.implementation)
 	s.modernPrefix = fmt.Appendf(nil, `{"resultType":%q,"_meta":{%q:%s},`, mcp.ResultTypeComplete, mcp.MetaKeyServerInfo, s.implementationJSON)
@@ -665,7 +686,7 @@ func (s *Server) identify(ctx context.Context, req mcp.CallToolRequest) (dispatc
 	}
 	if call.ThreadID == "" {
 		call.ThreadID = ModernThread
-		if id := sessionIDFrom(ctx); id != "" {
+		if id := sessionIDFrom(ctx); id != "" && !s.threadPerUser {
 			call.ThreadID = SessionThread(id)
 		}
 	}

@@ -45,12 +45,18 @@ type host struct {
 
 func newHost(t *testing.T, keys ...settings.Key) *host {
 	t.Helper()
+	return newHostWith(t, func(*mcpserver.Options) {}, keys...)
+}
+
+// newHostWith is newHost with the MCP door's options adjusted by door.
+func newHostWith(t *testing.T, door func(*mcpserver.Options), keys ...settings.Key) *host {
+	t.Helper()
 	h := &host{t: t, bin: testmcp.Build(t), httpURL: testmcp.StartHTTP(t, "http") + "/mcp"}
 	h.cfgPath = filepath.Join(t.TempDir(), "extensions_config.json")
 	h.writeConfig("")
 	cache := toolcache.New(toolcache.Options{ConfigPath: h.cfgPath, DataDir: t.TempDir()})
 	t.Cleanup(cache.Close)
-	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys)})
+	gw := testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(keys)}, door)
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { gw.Close(); srv.Close() })
 	h.url = srv.URL

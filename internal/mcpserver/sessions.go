@@ -84,10 +84,11 @@ func (o *owners) remove(id string) {
 // retires the stdio sessions of its default thread (SessionThread): nothing
 // can call into that thread again, so its processes would otherwise idle in
 // the pool until its timeout, one per ended session. A process a durable
-// task pins stays (the pool asks the Pinned hook).
+// task pins stays (the pool asks the Pinned hook). Under ThreadPerUser the
+// session had no thread of its own, and the user's default thread stays.
 func (s *Server) sessionEnded(id string) {
 	s.owners.remove(id)
-	if s.cache != nil && id != "" {
+	if s.cache != nil && id != "" && !s.threadPerUser {
 		s.cache.RetireThread(SessionThread(id))
 	}
 }

@@ -48,6 +48,8 @@ type Settings struct {
 	// MCPTasks configures the durable task runtime (off by default;
 	// DeerFlow's mcp_tasks keys and ranges).
 	MCPTasks MCPTasks `yaml:"mcp_tasks"`
+	// MCPEndpoint configures the MCP endpoint (/mcp, /sse).
+	MCPEndpoint MCPEndpoint `yaml:"mcp_endpoint"`
 	// MaxResultBytes bounds one message (a tool result) from a server that
 	// sets no max_result_bytes of its own; zero means 16 MiB.
 	MaxResultBytes int64 `yaml:"max_result_bytes"`
@@ -91,6 +93,21 @@ func (s Settings) TaskInputTimeout() time.Duration {
 	d, _ := time.ParseDuration(s.MCPTasks.InputTimeout)
 	return d
 }
+
+// MCPEndpoint is the MCP endpoint's section.
+type MCPEndpoint struct {
+	// DefaultThread is the thread of a session's call that names none:
+	// "session" (the default) gives each MCP session its own thread and
+	// stdio processes; "user" runs it in the user's default thread, which
+	// every session of the user shares with REST calls that name none.
+	DefaultThread string `yaml:"default_thread"`
+}
+
+// Default thread choices of MCPEndpoint.DefaultThread.
+const (
+	ThreadPerSession = "session"
+	ThreadPerUser    = "user"
+)
 
 // Notifications configures event delivery to a webhook.
 type Notifications struct {
@@ -239,6 +256,11 @@ func (s *Settings) resolve(lookup envvar.Lookup) error {
 		if d, err := time.ParseDuration(s.MCPTasks.InputTimeout); err != nil || d <= 0 {
 			problems = append(problems, "mcp_tasks.input_timeout: must be a duration such as 5m")
 		}
+	}
+	switch s.MCPEndpoint.DefaultThread {
+	case "", ThreadPerSession, ThreadPerUser:
+	default:
+		problems = append(problems, "mcp_endpoint.default_thread: must be session or user")
 	}
 	if s.MaxResultBytes < 0 || s.MaxResultBytes > 1<<40 {
 		problems = append(problems, "max_result_bytes: must be a number of bytes from 0 (the 16 MiB default) to 1099511627776")

@@ -379,3 +379,25 @@ func TestMCPTasksSection(t *testing.T) {
 		t.Errorf("a webhook without a secret: %v", err)
 	}
 }
+
+func TestMCPEndpointSection(t *testing.T) {
+	for _, tc := range []struct {
+		doc, want, err string
+	}{
+		{doc: "listen: 127.0.0.1:8080\n", want: ""},
+		{doc: "mcp_endpoint:\n  default_thread: session\n", want: settings.ThreadPerSession},
+		{doc: "mcp_endpoint:\n  default_thread: user\n", want: settings.ThreadPerUser},
+		{doc: "mcp_endpoint:\n  default_thread: thread\n", err: "mcp_endpoint.default_thread: must be session or user"},
+		{doc: "mcp_endpoint:\n  default_threads: user\n", err: "default_threads"},
+	} {
+		s, err := settings.Load(writeSettings(t, tc.doc), env(nil))
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want one naming %q", tc.doc, err, tc.err)
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.doc, err)
+		case tc.err == "" && s.MCPEndpoint.DefaultThread != tc.want:
+			t.Errorf("%q: default_thread %q, want %q", tc.doc, s.MCPEndpoint.DefaultThread, tc.want)
+		}
+	}
+}

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/antler-mcp/antler/internal/eventually"
+	"github.com/antler-mcp/antler/internal/testmcp"
 )
 
 // TestIdleTimeoutKeepsAnActiveTasksProcess runs the real host with a short
@@ -48,4 +53,51 @@ func TestIdleTimeoutKeepsAnActiveTasksProcess(t *testing.T) {
 		_, servers := host.do("GET", "/api/mcp/servers", "")
 		return strings.Contains(fmt.Sprint(servers["servers"]), "sessions:0"), fmt.Sprint(servers)
 	})
+}
+
+// TestMCPEndpointDefaultThread runs the real host with each
+// mcp_endpoint.default_thread: two MCP sessions that name no thread run in
+// one stdio process under "user" (the one a REST call without thread_id
+// runs in), and in two under "session", the default.
+func TestMCPEndpointDefaultThread(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	antler := buildInto(t, dir, "./host/cmd/antler", "antler")
+	cfg := writeFile(t, "extensions_config.json", fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, testmcp.Build(t)))
+	for _, tc := range []struct {
+		yml    string
+		shared bool
+	}{
+		{"log_level: warn\n", false},
+		{"mcp_endpoint:\n  default_thread: session\n", false},
+		{"mcp_endpoint:\n  default_thread: user\n", true},
+	} {
+		yml := filepath.Join(t.TempDir(), "antler.yaml")
+		if err := os.WriteFile(yml, []byte(tc.yml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		host := startServe(t, antler, "--config", cfg, "--settings", yml, "--data", t.TempDir())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var pids []any
+		for range 2 {
+			res, err := mcpClient(t, ctx, host.base).CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "demo_whoami"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, _ := res.StructuredContent.(map[string]any)
+			pids = append(pids, sc["pid"])
+		}
+		_, rest := host.do("POST", "/api/mcp/tools/demo_whoami/call", `{"arguments": {}}`)
+		sc, _ := rest["structuredContent"].(map[string]any)
+		if pids[0] == nil || pids[1] == nil || sc["pid"] == nil {
+			t.Fatalf("%q: whoami without a pid: %v, REST %v", tc.yml, pids, rest)
+		}
+		if shared := pids[0] == pids[1]; shared != tc.shared {
+			t.Errorf("%q: two sessions ran in processes %v and %v; shared %v, want %v", tc.yml, pids[0], pids[1], shared, tc.shared)
+		}
+		if sameAsREST := pids[0] == sc["pid"]; sameAsREST != tc.shared {
+			t.Errorf("%q: a session ran in process %v, a REST call without thread_id in %v", tc.yml, pids[0], sc["pid"])
+		}
+	}
 }

@@ -228,7 +228,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		Pprof: st.Debug.Pprof, Pages: pages(versionString())}
 	gopts.MCP = func(calls *principal.Slots) gateway.MCPDoor {
 		return mcpserver.New(mcpserver.Options{Cache: cache, Tasks: tasks, Logger: log, Version: versionString(), CallSlots: calls,
-			TaskInputTimeout: st.TaskInputTimeout()})
+			TaskInputTimeout: st.TaskInputTimeout(), DefaultThread: mcpserver.DefaultThread(st.MCPEndpoint.DefaultThread)})
 	}
 	if m != nil && st.MetricsListen == "" {
 		gopts.Metrics = m.Handler()
