@@ -45,3 +45,29 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUSampleOf: a gateway's own CPU is its pid's share of the tree's
+// sample; its children's time, and a pid the sample lacks, count for nothing.
+func TestCPUSampleOf(t *testing.T) {
+	ms := time.Millisecond
+	before := cpuSample{1: 10 * ms, 2: 100 * ms, 3: 5 * ms}
+	after := cpuSample{1: 40 * ms, 2: 300 * ms, 3: 9 * ms}
+	tests := []struct {
+		name string
+		pids []int
+		want time.Duration
+	}{
+		{name: "the gateway alone", pids: []int{1}, want: 30 * ms},
+		{name: "two roots", pids: []int{1, 3}, want: 34 * ms},
+		{name: "a pid not sampled", pids: []int{7}, want: 0},
+		{name: "none", want: 0},
+	}
+	for _, tt := range tests {
+		if got := after.of(tt.pids).since(before.of(tt.pids)); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if got := after.since(before); got != 234*ms {
+		t.Errorf("the whole tree: %v, want 234ms", got)
+	}
+}

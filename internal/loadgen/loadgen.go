@@ -120,6 +120,11 @@ type Result struct {
 	// watched or the platform cannot tell.
 	CPU     time.Duration
 	PeakRSS int64
+	// OwnCPU is the part of CPU the watched processes spent themselves,
+	// without their descendants: a gateway's own work, apart from the
+	// stdio servers it started (zero in Direct mode, which watches only
+	// the servers).
+	OwnCPU time.Duration
 }
 
 // CPUPer1000 is the watched processes' CPU time per 1,000 calls.
@@ -128,6 +133,15 @@ func (r Result) CPUPer1000() time.Duration {
 		return 0
 	}
 	return time.Duration(float64(r.CPU) * 1000 / float64(r.Calls))
+}
+
+// OwnCPUPer1000 is the watched processes' own CPU time (OwnCPU) per 1,000
+// calls.
+func (r Result) OwnCPUPer1000() time.Duration {
+	if r.Calls == 0 {
+		return 0
+	}
+	return time.Duration(float64(r.OwnCPU) * 1000 / float64(r.Calls))
 }
 
 // caller makes one worker's calls. Its methods are used by one goroutine.
@@ -226,7 +240,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := treeCPU(watch).since(cpuBefore)
+	cpuAfter := treeCPU(watch)
+	cpu := cpuAfter.since(cpuBefore)
+	own := cpuAfter.of(opts.Watch).since(cpuBefore.of(opts.Watch))
 
 	res := Result{
 		Mode:       opts.Mode,
@@ -236,6 +252,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		FirstError: first,
 		Elapsed:    elapsed,
 		CPU:        cpu,
+		OwnCPU:     own,
 		PeakRSS:    treePeakRSS(watch),
 	}
 	if elapsed > 0 {
@@ -335,6 +352,17 @@ func (s cpuSample) since(before cpuSample) time.Duration {
 		}
 	}
 	return sum
+}
+
+// of is the part of s that samples pids.
+func (s cpuSample) of(pids []int) cpuSample {
+	out := cpuSample{}
+	for _, p := range pids {
+		if cpu, ok := s[p]; ok {
+			out[p] = cpu
+		}
+	}
+	return out
 }
 
 // percentile is the nearest-rank p-th percentile of sorted.

@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "target\tc\tcalls\terrors\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tcpu ms/1k\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "target\tc\tcalls\terrors\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\tcpu ms/1k\town ms/1k\tpeak RSS MiB\t")
 	failed := false
 	for _, w := range ws {
 		opts.Workers = w
@@ -109,8 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 			return 1
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, w, res.Calls, res.Errors, res.Throughput,
-			ms(res.P50), ms(res.P90), ms(res.P99), ms(res.Max), cpu(res), rss(res))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, w, res.Calls, res.Errors, res.Throughput,
+			ms(res.P50), ms(res.P90), ms(res.P99), ms(res.Max), cpu(res.CPU, res.CPUPer1000()), cpu(res.OwnCPU, res.OwnCPUPer1000()), rss(res))
 		if res.Errors > 0 {
 			failed = true
 			fmt.Fprintf(stderr, "antler-load: c=%d: %d of %d calls failed; first: %v\n", w, res.Errors, res.Calls, res.FirstError)
@@ -144,11 +144,12 @@ func ints(s string) ([]int, error) {
 
 func ms(d time.Duration) string { return strconv.FormatFloat(d.Seconds()*1000, 'f', 2, 64) }
 
-func cpu(r loadgen.Result) string {
-	if r.CPU == 0 {
+// cpu is a CPU time per 1,000 calls, "-" when nothing was measured.
+func cpu(total, per1000 time.Duration) string {
+	if total == 0 {
 		return "-"
 	}
-	return ms(r.CPUPer1000())
+	return ms(per1000)
 }
 
 func rss(r loadgen.Result) string {
