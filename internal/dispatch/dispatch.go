@@ -87,22 +87,29 @@ type Op func(ctx context.Context, conn *upstream.Conn) (json.RawMessage, error)
 const metaHeaders = "headers"
 
 // wireMeta is the _meta a request carries upstream: the downstream's own,
-// without "headers", plus, for stdio, the headers the chain set.
+// without "headers", plus, for stdio, the headers the chain set. When that
+// is downstream as it stands (the usual case), it is downstream itself, not
+// a copy: the transports only read a request's _meta.
 func wireMeta(downstream map[string]any, stdio bool, headers map[string]string) map[string]any {
-	var meta map[string]any // (none, the usual case, is no map)
+	_, forged := downstream[metaHeaders]
+	add := stdio && len(headers) > 0
+	if !forged && !add {
+		if len(downstream) == 0 {
+			return nil // (none, the usual case on REST, is no map)
+		}
+		return downstream
+	}
+	meta := make(map[string]any, len(downstream)+1)
 	for k, v := range downstream {
 		if k != metaHeaders {
-			if meta == nil {
-				meta = make(map[string]any, len(downstream)+1)
-			}
 			meta[k] = v
 		}
 	}
-	if stdio && len(headers) > 0 {
-		if meta == nil {
-			meta = map[string]any{}
-		}
+	if add {
 		meta[metaHeaders] = headers
+	}
+	if len(meta) == 0 {
+		return nil
 	}
 	return meta
 }

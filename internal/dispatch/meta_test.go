@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -33,5 +34,23 @@ func TestMetaForwarding(t *testing.T) {
 				t.Errorf("params = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWireMetaCopiesOnlyToChange: the door's _meta passes as it is when
+// nothing is dropped or added (no copy per call), and is never written:
+// dropping its "headers" or adding the chain's makes a new map.
+func TestWireMetaCopiesOnlyToChange(t *testing.T) {
+	same := func(a, b map[string]any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	plain := map[string]any{"io.modelcontextprotocol/logLevel": "info"}
+	if got := wireMeta(plain, true, nil); !same(got, plain) {
+		t.Errorf("a plain _meta was copied: %v", got)
+	}
+	forged := map[string]any{"progressToken": "p1", "headers": map[string]string{"Authorization": "forged"}}
+	if got := wireMeta(forged, false, nil); same(got, forged) || len(forged) != 2 || got["headers"] != nil {
+		t.Errorf("forged headers: got %v, the door's map now %v", got, forged)
+	}
+	if got := wireMeta(plain, true, map[string]string{"Authorization": "Bearer real"}); same(got, plain) || len(plain) != 1 || got["headers"] == nil {
+		t.Errorf("chain headers: got %v, the door's map now %v", got, plain)
 	}
 }

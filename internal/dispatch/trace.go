@@ -33,7 +33,7 @@ func (ep *Endpoint) traced(ctx context.Context, chain []interceptor.Interceptor,
 	stdio := ep.server.IsStdio()
 	base := func(ctx context.Context, r *interceptor.Request) (json.RawMessage, error) {
 		ctx, span := ep.tracer.Start(ctx, SpanUpstream+t.method, trace.SpanKindClient, attrs...)
-		meta := wireMeta(downstream, stdio, r.Headers)
+		meta := maps.Clone(wireMeta(downstream, stdio, r.Headers)) // written below; may be the door's own
 		if meta == nil {
 			meta = make(map[string]any, 2)
 		}

@@ -233,11 +233,31 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 		case err != nil:
 			return apierror.New(http.StatusBadRequest, "could not read the request body")
 		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.Body = newReadBody(body)
 		c.Set(bodyKey, body)
 		return next(c)
 	}
 }
+
+// readBody is a request body the edge has read whole. A handler outside
+// Echo (the MCP door) takes its bytes with Unread instead of reading a copy
+// of them; any other reader reads it as a body.
+type readBody struct {
+	bytes.Reader
+	whole []byte
+}
+
+func newReadBody(b []byte) *readBody {
+	rb := &readBody{whole: b}
+	rb.Reset(b)
+	return rb
+}
+
+func (*readBody) Close() error { return nil }
+
+// Unread is the whole body while none of it has been read; once some has,
+// it reports false and the rest is what Read returns.
+func (b *readBody) Unread() ([]byte, bool) { return b.whole, int64(b.Len()) == b.Size() }
 
 // callLimit caps one user's tool calls in flight. An internal principal's
 // call counts against the user it names in user_id, so one backend serving

@@ -244,10 +244,14 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	if !jsonContentType(r.Header.Get("Content-Type")) {
 		return false
 	}
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return false
+	body, unread := unreadBody(r)
+	if !unread {
+		var err error
+		body, err = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if err != nil {
+			return false
+		}
 	}
 	var msg callMessage
 	if !json.Valid(body) {
@@ -352,6 +356,17 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	out := &fastStream{srv: s, ctx: ctx, w: w, session: cs, id: bytes.TrimSpace(msg.ID)}
 	out.answer(s.fastCall(ctx, out, snap, req, modern), modern)
 	return true
+}
+
+// unreadBody is r's body when the gateway's edge has read it whole and
+// nothing has read it since (the edge's body has an Unread method): the door
+// then reads those bytes in place, and leaves the body unread for mcp-go.
+func unreadBody(r *http.Request) ([]byte, bool) {
+	u, ok := r.Body.(interface{ Unread() ([]byte, bool) })
+	if !ok {
+		return nil, false
+	}
+	return u.Unread()
 }
 
 // jsonContentType reports whether a Content-Type is application/json (its
