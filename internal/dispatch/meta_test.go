@@ -41,7 +41,9 @@ func TestMetaForwarding(t *testing.T) {
 // nothing is dropped or added (no copy per call), and is never written:
 // dropping its "headers" or adding the chain's makes a new map.
 func TestWireMetaCopiesOnlyToChange(t *testing.T) {
-	same := func(a, b map[string]any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	same := func(a, b map[string]any) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
 	plain := map[string]any{"io.modelcontextprotocol/logLevel": "info"}
 	if got := wireMeta(plain, true, nil); !same(got, plain) {
 		t.Errorf("a plain _meta was copied: %v", got)
