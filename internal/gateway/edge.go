@@ -216,7 +216,7 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		_ = rc.SetReadDeadline(time.Now().Add(s.http.BodyReadTimeout))
-		body, err := io.ReadAll(req.Body)
+		body, err := readAll(req.Body, req.ContentLength)
 		if err != nil {
 			// Keep the deadline and close after the answer: the rest of
 			// this body is never read.
@@ -237,6 +237,19 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(bodyKey, body)
 		return next(c)
 	}
+}
+
+// readAll reads a request body whole: into one buffer of its declared
+// length when it has one (net/http then ends the body there; BodyLimit has
+// refused one above the cap already), instead of growing a buffer from 512
+// bytes; otherwise as io.ReadAll does.
+func readAll(body io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, declared)
+	n, err := io.ReadFull(body, b) // a short body is io.ErrUnexpectedEOF, as io.ReadAll has it from net/http
+	return b[:n], err
 }
 
 // readBody is a request body the edge has read whole. A handler outside

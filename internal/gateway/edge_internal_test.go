@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"errors"
 	"io"
+	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // TestReadBodyUnread: the edge's body hands out its bytes only while none
@@ -26,5 +29,30 @@ func TestReadBodyUnread(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestReadAll: a body is read whole in one buffer of its declared length,
+// or grown as io.ReadAll grows one without a length; a body shorter than
+// declared, or a failing read, is an error.
+func TestReadAll(t *testing.T) {
+	failing := errors.New("read failed")
+	for _, tc := range []struct {
+		name     string
+		body     io.Reader
+		declared int64
+		want     string
+		err      error
+	}{
+		{"declared", strings.NewReader(`{"a":1}`), 7, `{"a":1}`, nil},
+		{"no length", strings.NewReader(`{"a":1}`), -1, `{"a":1}`, nil},
+		{"short", strings.NewReader(`{"a"`), 7, `{"a"`, io.ErrUnexpectedEOF},
+		{"failing", io.MultiReader(strings.NewReader(`{"a"`), iotest.ErrReader(failing)), 7, `{"a"`, failing},
+		{"failing without a length", io.MultiReader(strings.NewReader(`{"a"`), iotest.ErrReader(failing)), -1, `{"a"`, failing},
+	} {
+		got, err := readAll(tc.body, tc.declared)
+		if string(got) != tc.want || !errors.Is(err, tc.err) {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.name, got, err, tc.want, tc.err)
+		}
 	}
 }

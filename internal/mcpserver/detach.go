@@ -78,13 +78,18 @@ func (s *Server) streamableContext(ctx context.Context, r *http.Request) context
 	} else {
 		s.fast.seen(id) // mcp-go reset the session's idle clock
 	}
-	return sessionBound{Context: context.WithoutCancel(ctx), life: life}
+	return bindToSession(ctx, life)
 }
 
 // sessionBound carries a request's values and its session's cancellation.
 type sessionBound struct {
 	context.Context // the request's values, without its cancellation
 	life            context.Context
+}
+
+// bindToSession returns ctx's values with life's cancellation.
+func bindToSession(ctx, life context.Context) context.Context {
+	return sessionBound{Context: context.WithoutCancel(ctx), life: life}
 }
 
 func (c sessionBound) Deadline() (time.Time, bool) { return c.life.Deadline() }

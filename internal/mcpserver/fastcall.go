@@ -160,12 +160,20 @@ func plainString(value []byte, dst *string) bool {
 	if len(value) < 2 || value[0] != '"' {
 		return false
 	}
-	for _, c := range value[1 : len(value)-1] {
+	text := value[1 : len(value)-1]
+	for _, c := range text {
 		if c < 0x20 || c >= 0x7f || c == '\\' {
 			return false
 		}
 	}
-	*dst = string(value[1 : len(value)-1])
+	switch string(text) { // the protocol's usual words are set without a copy
+	case mcp.JSONRPC_VERSION:
+		*dst = mcp.JSONRPC_VERSION
+	case string(mcp.MethodToolsCall):
+		*dst = string(mcp.MethodToolsCall)
+	default:
+		*dst = string(text)
+	}
 	return true
 }
 
@@ -342,7 +350,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 			return false // ended since: mcp-go answers it
 		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(sessionBound{Context: context.WithoutCancel(ctx), life: life})
+		ctx, cancel = context.WithCancel(bindToSession(ctx, life))
 		defer cancel()
 		key := inflightKey(sessionID, msg.ID)
 		held := &cancel

@@ -102,12 +102,14 @@ func newRelays(shared bool, timeout time.Duration, onNote func(string, json.RawM
 
 type relayCallKey struct{}
 
-// begin registers a call carrying r. It returns the context to send it
-// with, which names the call to the server requests a transport handles
-// with it; its params with the progress token replaced by one unique to the
-// connection; and the function that ends the registration.
+// begin registers a call carrying r. ctx must end when the call does (the
+// callers pass their result-cap call's context, cancelled right after the
+// registration ends), so a request relayed to the call ends with it. It
+// returns the context to send the call with, which names the call to the
+// server requests a transport handles with it; its params with the progress
+// token replaced by one unique to the connection; and the function that
+// ends the registration.
 func (rs *relays) begin(ctx context.Context, r Relay, params any) (context.Context, any, func()) {
-	ctx, cancel := context.WithCancel(ctx)
 	call := &relayCall{ctx: ctx, relay: r}
 	ctx = context.WithValue(ctx, relayCallKey{}, call)
 	fields, token := progressToken(params, false)
@@ -124,7 +126,6 @@ func (rs *relays) begin(ctx context.Context, r Relay, params any) (context.Conte
 	rs.inflight = append(rs.inflight, call)
 	rs.mu.Unlock()
 	return ctx, params, func() {
-		cancel()
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
 		if upstream != "" {
