@@ -319,21 +319,7 @@ func TestSchemasArriveByteForByte(t *testing.T) {
 
 func TestLegacySSEListsAndCalls(t *testing.T) {
 	h := newHost(t)
-	c, err := client.NewSSEMCPClient(h.url + "/sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	ctx := h.ctx()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = "2024-11-05"
-	init.Params.ClientInfo = mcp.Implementation{Name: "sse", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	c := h.sseClient("")
 	if got, want := mcpNames(t, c), h.restNames(""); !slices.Equal(got, want) {
 		t.Errorf("tools/list %v\nREST      %v", got, want)
 	}
