@@ -138,6 +138,8 @@ type aggregate struct {
 	// subs are the downstream sessions subscribed to an upstream resource:
 	// session id → the URI as that session knows it.
 	subs map[subKey]map[string]string
+	// subSend serializes the subscription changes forwarded upstream.
+	subSend sync.Mutex
 }
 
 // subKey is one upstream resource on one connection: a stdio server's
@@ -267,8 +269,9 @@ func (a *aggregate) remembered() (int, int) {
 	return a.lru.Len(), a.bytes
 }
 
-// subscribe records (or, with on false, drops) session's subscription.
-func (a *aggregate) subscribe(k subKey, session, exposed string, on bool) {
+// subscribe records (or, with on false, drops) session's subscription,
+// and reports how many sessions are subscribed to k after it.
+func (a *aggregate) subscribe(k subKey, session, exposed string, on bool) int {
 	a.subMu.Lock()
 	defer a.subMu.Unlock()
 	if on {
@@ -276,12 +279,13 @@ func (a *aggregate) subscribe(k subKey, session, exposed string, on bool) {
 			a.subs[k] = map[string]string{}
 		}
 		a.subs[k][session] = exposed
-		return
+		return len(a.subs[k])
 	}
 	delete(a.subs[k], session)
 	if len(a.subs[k]) == 0 {
 		delete(a.subs, k)
 	}
+	return len(a.subs[k])
 }
 
 // ended drops every subscription of a session that ended.
@@ -1113,7 +1117,11 @@ func (s *Server) send(ctx context.Context, snap *toolcache.ToolSet, call dispatc
 }
 
 // forwardSubscription sends resources/subscribe or unsubscribe to the
-// server that owns uri, with its own URI, if it offers subscriptions.
+// server that owns uri, with its own URI, if it offers subscriptions. The
+// upstream holds one subscription per connection, and a connection may
+// serve several sessions (an HTTP or SSE server's serves every user's), so
+// an unsubscribe goes upstream only when no other session is subscribed
+// through the same connection: one caller cannot end another's updates.
 func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 	call, snap, err := s.target(ctx, nil)
 	if err != nil {
@@ -1124,14 +1132,30 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 		if srv.Name != r.server {
 			continue
 		}
+		k := subKey{server: srv.Name, uri: r.name}
+		if srv.IsStdio() {
+			k.user, k.thread = call.UserID, call.ThreadID
+		}
+		session := ""
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			session = cs.SessionID()
+		}
 		params, _ := json.Marshal(map[string]string{"uri": r.name})
-		err := s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
-		if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
-			k := subKey{server: srv.Name, uri: r.name}
-			if srv.IsStdio() {
-				k.user, k.thread = call.UserID, call.ThreadID
+		// One change at a time, so the last unsubscribe and a new
+		// subscribe to the same resource reach the upstream in the order
+		// they were decided.
+		s.agg.subSend.Lock()
+		defer s.agg.subSend.Unlock()
+		if method == string(mcp.MethodResourcesUnsubscribe) {
+			if s.agg.subscribe(k, session, uri, false) > 0 {
+				return // another session's subscription holds it upstream
 			}
-			s.agg.subscribe(k, cs.SessionID(), uri, err == nil && method == string(mcp.MethodResourcesSubscribe))
+			_ = s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
+			return
+		}
+		err := s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
+		if session != "" {
+			s.agg.subscribe(k, session, uri, err == nil)
 		}
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,11 +434,31 @@ func TestListChangedWhenTheToolSetRebuilds(t *testing.T) {
 }
 
 // watchServer is a streamable-HTTP MCP server with one subscribable
-// resource, watch://a, and a tool "touch" that announces an update of it.
+// resource, watch://a, and a tool "touch" that announces an update of it
+// while its client is subscribed to it.
 func watchServer(t *testing.T) string {
+	u, _ := watchServerSubscribed(t)
+	return u
+}
+
+// watchServerSubscribed is watchServer and whether its client (Antler's
+// one connection to it) is subscribed to watch://a.
+func watchServerSubscribed(t *testing.T) (string, *atomic.Bool) {
 	t.Helper()
+	subscribed := new(atomic.Bool)
+	hooks := &server.Hooks{}
+	hooks.AddAfterSubscribe(func(_ context.Context, _ any, m *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		if m.Params.URI == "watch://a" {
+			subscribed.Store(true)
+		}
+	})
+	hooks.AddAfterUnsubscribe(func(_ context.Context, _ any, m *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		if m.Params.URI == "watch://a" {
+			subscribed.Store(false)
+		}
+	})
 	srv := server.NewMCPServer("watch", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false),
-		server.WithCompletions(), server.WithResourceCompletionProvider(itemCompletions{}))
+		server.WithCompletions(), server.WithResourceCompletionProvider(itemCompletions{}), server.WithHooks(hooks))
 	srv.AddResourceTemplate(mcp.NewResourceTemplate("watch://item/{id}", "item"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "item"}}, nil
 	})
@@ -445,6 +466,9 @@ func watchServer(t *testing.T) string {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "watch://a", Text: "a"}}, nil
 	})
 	srv.AddTool(mcp.NewTool("touch"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !subscribed.Load() {
+			return mcp.NewToolResultText("touched"), nil
+		}
 		err := server.ServerFromContext(ctx).SendNotificationToClient(ctx, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": "watch://a"})
 		if err != nil {
 			return nil, err
@@ -455,7 +479,7 @@ func watchServer(t *testing.T) string {
 	// the result unless an event store keeps it.
 	hs := httptest.NewServer(server.NewStreamableHTTPServer(srv, server.WithEventStore(server.NewInMemoryEventStore())))
 	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
+	return hs.URL + "/mcp", subscribed
 }
 
 // itemCompletions completes watch://item/{id}'s id; anything else has none.
@@ -562,5 +586,60 @@ func TestConformanceResourcesAndPromptsThroughTheDoor(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Log(res.Output)
+	}
+}
+
+// TestUnsubscribeKeepsAnotherUsersSubscription: alice and bob subscribe to
+// the same resource of an HTTP server, whose one connection serves both.
+// Alice's unsubscribe must not reach the server while bob is subscribed
+// (it would end his updates too); his own unsubscribe, the last, does.
+func TestUnsubscribeKeepsAnotherUsersSubscription(t *testing.T) {
+	h := newAggHost(t, false, true, 0)
+	u, upstreamSubscribed := watchServerSubscribed(t)
+	h.writeConfig(fmt.Sprintf(`, "watch": {"type": "http", "url": %q, "protocol_version": "2025-11-25"}`, u))
+	h.cache.Rebuild()
+	alice := h.client("2025-11-25", "alice")
+	bob := (&host{t: t, url: h.url}).client("2025-11-25", h.key("bob"), transport.WithContinuousListening())
+	updates := make(chan string, 4)
+	bob.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == mcp.MethodNotificationResourceUpdated {
+			select {
+			case updates <- n.Method:
+			default:
+			}
+		}
+	})
+	for _, c := range []*client.Client{alice, bob} {
+		if err := c.Subscribe(testCtx(t), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "watch://a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := alice.Unsubscribe(testCtx(t), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: "watch://a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !upstreamSubscribed.Load() {
+		t.Fatal("alice's unsubscribe reached the server while bob was subscribed")
+	}
+	// Bob still hears the resource change (mcp-go may drop a notification
+	// racing its call's result: touch until one arrives).
+	heard := false
+	for i := 0; i < 10 && !heard; i++ {
+		if res := call(t, bob, "watch_touch", map[string]any{}, nil); textOf(res) != "touched" {
+			t.Fatalf("touch: %+v", res)
+		}
+		select {
+		case <-updates:
+			heard = true
+		case <-time.After(3 * time.Second):
+		}
+	}
+	if !heard {
+		t.Error("bob heard no update after alice unsubscribed")
+	}
+	if err := bob.Unsubscribe(testCtx(t), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: "watch://a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if upstreamSubscribed.Load() {
+		t.Error("the last subscriber's unsubscribe did not reach the server")
 	}
 }
