@@ -239,12 +239,17 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// readAll reads a request body whole: into one buffer of its declared
-// length when it has one (net/http then ends the body there; BodyLimit has
-// refused one above the cap already), instead of growing a buffer from 512
-// bytes; otherwise as io.ReadAll does.
+// preallocBody is the largest declared body readAll allocates whole before
+// it arrives. A client (not yet authenticated here) can declare any length
+// up to BodyLimit's cap and then send nothing, so a longer body's buffer
+// grows only as its bytes come, as io.ReadAll's does.
+const preallocBody = 16 << 10
+
+// readAll reads a request body whole: a short one of declared length into
+// one buffer of that length (net/http ends the body there), instead of
+// growing a buffer from 512 bytes; any other as io.ReadAll does.
 func readAll(body io.Reader, declared int64) ([]byte, error) {
-	if declared <= 0 {
+	if declared <= 0 || declared > preallocBody {
 		return io.ReadAll(body)
 	}
 	b := make([]byte, declared)

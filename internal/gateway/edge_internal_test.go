@@ -56,3 +56,16 @@ func TestReadAll(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAllDoesNotTrustALargeDeclaredLength: a client that declares a
+// body of 4 MiB (BodyLimit's cap) and sends two bytes holds no buffer of
+// 4 MiB while the edge waits for the rest.
+func TestReadAllDoesNotTrustALargeDeclaredLength(t *testing.T) {
+	got, err := readAll(strings.NewReader("{}"), 4<<20)
+	if err != nil || string(got) != "{}" {
+		t.Fatalf("readAll = %q, %v", got, err)
+	}
+	if cap(got) > preallocBody {
+		t.Errorf("a 2-byte body of declared length 4 MiB got a buffer of %d bytes", cap(got))
+	}
+}
