@@ -120,10 +120,10 @@ type Result struct {
 	// watched or the platform cannot tell.
 	CPU     time.Duration
 	PeakRSS int64
-	// OwnCPU is the part of CPU the watched processes spent themselves,
+	// OwnCPU is the part of CPU the processes in Watch spent themselves,
 	// without their descendants: a gateway's own work, apart from the
-	// stdio servers it started (zero in Direct mode, which watches only
-	// the servers).
+	// stdio servers it started (in Direct mode the stdio servers this
+	// process starts are never part of it).
 	OwnCPU time.Duration
 }
 

@@ -81,7 +81,11 @@ const (
 	ThreadPerSession DefaultThread = "session"
 	// ThreadPerUser runs it in its user's default thread, the one a REST
 	// call without thread_id and a 2026-07-28 call without a thread use:
-	// every session of a user shares one stdio process per server.
+	// every session of a user shares one stdio process per server, and so
+	// what such a process holds per connection: its workspace, its log
+	// level, its resource subscriptions, and the server requests and log
+	// messages that name no call (those reach the user's most recent call
+	// on that process, whichever session made it). Users never share one.
 	ThreadPerUser DefaultThread = "user"
 )
 

@@ -53,7 +53,7 @@ func TestThreadPerUser(t *testing.T) {
 		t.Errorf("%d stdio sessions, want 3 (alice's default, alice's t1, bob's default)", n)
 	}
 
-	// The first session's end retires nothing: the thread is the user's.
+	// The first session's end leaves the shared process to the others.
 	if err := first.Close(); err != nil { // DELETE /mcp
 		t.Fatal(err)
 	}

@@ -99,7 +99,9 @@ type MCPEndpoint struct {
 	// DefaultThread is the thread of a session's call that names none:
 	// "session" (the default) gives each MCP session its own thread and
 	// stdio processes; "user" runs it in the user's default thread, which
-	// every session of the user shares with REST calls that name none.
+	// every session of the user shares with REST calls that name none (and
+	// so one process per server, its workspace, and its server requests:
+	// see mcpserver.ThreadPerUser). With no keys every caller is one user.
 	DefaultThread string `yaml:"default_thread"`
 }
 
