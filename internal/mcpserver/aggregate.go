@@ -138,8 +138,9 @@ type aggregate struct {
 	// subs are the downstream sessions subscribed to an upstream resource:
 	// session id → the URI as that session knows it.
 	subs map[subKey]map[string]string
-	// subSend serializes the subscription changes forwarded upstream.
-	subSend sync.Mutex
+	// subSend serializes the subscription changes forwarded upstream, one
+	// upstream resource at a time (a slow server delays only its own).
+	subSend keyedMutex
 }
 
 // subKey is one upstream resource on one connection: a stdio server's
@@ -267,6 +268,41 @@ func (a *aggregate) remembered() (int, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.lru.Len(), a.bytes
+}
+
+// keyedMutex is a mutex per subKey, held only while in use.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[subKey]*keyedEntry
+}
+
+type keyedEntry struct {
+	sync.Mutex
+	users int // holders and waiters
+}
+
+// lock locks k's mutex and returns its unlock.
+func (km *keyedMutex) lock(k subKey) (unlock func()) {
+	km.mu.Lock()
+	if km.m == nil {
+		km.m = map[subKey]*keyedEntry{}
+	}
+	e := km.m[k]
+	if e == nil {
+		e = &keyedEntry{}
+		km.m[k] = e
+	}
+	e.users++
+	km.mu.Unlock()
+	e.Lock()
+	return func() {
+		e.Unlock()
+		km.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(km.m, k)
+		}
+		km.mu.Unlock()
+	}
 }
 
 // subscribe records (or, with on false, drops) session's subscription,
@@ -1144,8 +1180,7 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 		// One change at a time, so the last unsubscribe and a new
 		// subscribe to the same resource reach the upstream in the order
 		// they were decided.
-		s.agg.subSend.Lock()
-		defer s.agg.subSend.Unlock()
+		defer s.agg.subSend.lock(k)()
 		if method == string(mcp.MethodResourcesUnsubscribe) {
 			if s.agg.subscribe(k, session, uri, false) > 0 {
 				return // another session's subscription holds it upstream
