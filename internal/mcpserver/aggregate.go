@@ -136,11 +136,22 @@ type aggregate struct {
 
 	subMu sync.Mutex
 	// subs are the downstream sessions subscribed to an upstream resource:
-	// session id → the URI as that session knows it.
-	subs map[subKey]map[string]string
+	// session id → the subscription.
+	subs map[subKey]map[string]subscriber
+	// subscribes counts each session's subscribes on their way upstream,
+	// and gone marks those of them whose session ended meanwhile (both
+	// empty when none is on its way).
+	subscribes map[string]int
+	gone       map[string]bool
 	// subSend serializes the subscription changes forwarded upstream, one
 	// upstream resource at a time (a slow server delays only its own).
 	subSend keyedMutex
+}
+
+// subscriber is one session's subscription: the URI as that session knows
+// it, and whose it is (what a later unsubscribe on its behalf acts as).
+type subscriber struct {
+	exposed, user, thread string
 }
 
 // subKey is one upstream resource on one connection: a stdio server's
@@ -183,13 +194,15 @@ func newAggregate(pageSize int) *aggregate {
 		pageSize = DefaultListPageSize
 	}
 	return &aggregate{
-		pageSize: pageSize,
-		maxBytes: maxListingBytes,
-		lru:      list.New(),
-		byID:     map[string]*list.Element{},
-		current:  map[listingKey]*list.Element{},
-		coalesce: map[changeKey]*pendingChange{},
-		subs:     map[subKey]map[string]string{},
+		pageSize:   pageSize,
+		maxBytes:   maxListingBytes,
+		lru:        list.New(),
+		byID:       map[string]*list.Element{},
+		current:    map[listingKey]*list.Element{},
+		coalesce:   map[changeKey]*pendingChange{},
+		subs:       map[subKey]map[string]subscriber{},
+		subscribes: map[string]int{},
+		gone:       map[string]bool{},
 	}
 }
 
@@ -307,14 +320,14 @@ func (km *keyedMutex) lock(k subKey) (unlock func()) {
 
 // subscribe records (or, with on false, drops) session's subscription,
 // and reports how many sessions are subscribed to k after it.
-func (a *aggregate) subscribe(k subKey, session, exposed string, on bool) int {
+func (a *aggregate) subscribe(k subKey, session string, sub subscriber, on bool) int {
 	a.subMu.Lock()
 	defer a.subMu.Unlock()
 	if on {
 		if a.subs[k] == nil {
-			a.subs[k] = map[string]string{}
+			a.subs[k] = map[string]subscriber{}
 		}
-		a.subs[k][session] = exposed
+		a.subs[k][session] = sub
 		return len(a.subs[k])
 	}
 	delete(a.subs[k], session)
@@ -324,16 +337,69 @@ func (a *aggregate) subscribe(k subKey, session, exposed string, on bool) int {
 	return len(a.subs[k])
 }
 
-// ended drops every subscription of a session that ended.
-func (a *aggregate) ended(session string) {
+// subscribing notes a subscribe of session on its way upstream, so that
+// the session's end meanwhile is remembered until it returns.
+func (a *aggregate) subscribing(session string) {
 	a.subMu.Lock()
 	defer a.subMu.Unlock()
+	a.subscribes[session]++
+}
+
+// subscribed ends a subscribe that subscribing noted: it records the
+// subscription when the upstream took it (ok) and the session is still
+// live. It reports whether the session is live, and how many sessions are
+// subscribed to k after it.
+func (a *aggregate) subscribed(k subKey, session string, sub subscriber, ok bool) (live bool, left int) {
+	a.subMu.Lock()
+	live = !a.gone[session]
+	if a.subscribes[session]--; a.subscribes[session] <= 0 {
+		delete(a.subscribes, session)
+		delete(a.gone, session)
+	}
+	a.subMu.Unlock()
+	return live, a.subscribe(k, session, sub, ok && live)
+}
+
+// orphan is a subscription upstream that no session holds any more, and
+// whose it was.
+type orphan struct {
+	key subKey
+	subscriber
+}
+
+// ended drops every subscription of a session that ended, and marks it
+// gone for any subscribe of it still on its way. It returns the
+// subscriptions on shared connections (HTTP, SSE) it was the last holder
+// of: they are to be ended upstream. (A stdio subscription is its
+// thread's process's, which is not started again to end it.)
+func (a *aggregate) ended(session string) []orphan {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	var orphans []orphan
 	for k, sessions := range a.subs {
+		sub, ok := sessions[session]
+		if !ok {
+			continue
+		}
 		delete(sessions, session)
 		if len(sessions) == 0 {
 			delete(a.subs, k)
+			if k.user == "" {
+				orphans = append(orphans, orphan{k, sub})
+			}
 		}
 	}
+	if a.subscribes[session] > 0 {
+		a.gone[session] = true
+	}
+	return orphans
+}
+
+// holders is how many sessions are subscribed to k.
+func (a *aggregate) holders(k subKey) int {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	return len(a.subs[k])
 }
 
 // subscribers are the sessions subscribed to k, with their URIs.
@@ -341,8 +407,8 @@ func (a *aggregate) subscribers(k subKey) map[string]string {
 	a.subMu.Lock()
 	defer a.subMu.Unlock()
 	out := make(map[string]string, len(a.subs[k]))
-	for id, uri := range a.subs[k] {
-		out[id] = uri
+	for id, sub := range a.subs[k] {
+		out[id] = sub.exposed
 	}
 	return out
 }
@@ -400,7 +466,7 @@ func (s *Server) aggregateHooks(h *server.Hooks) {
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, r *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		s.forwardSubscription(ctx, string(mcp.MethodResourcesUnsubscribe), r.Params.URI)
 	})
-	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.agg.ended(cs.SessionID()) })
+	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.release(s.agg.ended(cs.SessionID())) })
 }
 
 // mountAggregate registers the catch-all template and prompt every routed
@@ -1152,6 +1218,42 @@ func (s *Server) send(ctx context.Context, snap *toolcache.ToolSet, call dispatc
 	return err
 }
 
+// release ends upstream, in the background, the subscriptions a departed
+// session was the last to hold on a shared connection, acting as the user
+// who made each (without per-request secrets, which are never kept). A
+// session's end must not wait on a server, and a host that is closing
+// ends its connections anyway.
+func (s *Server) release(orphans []orphan) {
+	if len(orphans) == 0 || s.watchCtx.Err() != nil {
+		return
+	}
+	go func() {
+		for _, o := range orphans {
+			s.releaseOne(o)
+		}
+	}()
+}
+
+// releaseOne ends o upstream unless a session has subscribed to it again.
+func (s *Server) releaseOne(o orphan) {
+	defer s.agg.subSend.lock(o.key)()
+	if s.agg.holders(o.key) > 0 {
+		return
+	}
+	snap, err := s.cache.ToolSet(s.watchCtx)
+	if err != nil {
+		return
+	}
+	for _, srv := range snap.ConnectedServers() {
+		if srv.Name == o.key.server {
+			params, _ := json.Marshal(map[string]string{"uri": o.key.uri})
+			call := dispatch.Request{UserID: o.user, ThreadID: o.thread}
+			_ = s.send(s.watchCtx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), params, "resources", "subscribe")
+			return
+		}
+	}
+}
+
 // forwardSubscription sends resources/subscribe or unsubscribe to the
 // server that owns uri, with its own URI, if it offers subscriptions. The
 // upstream holds one subscription per connection, and a connection may
@@ -1176,21 +1278,35 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
 			session = cs.SessionID()
 		}
+		sub := subscriber{exposed: uri, user: call.UserID, thread: call.ThreadID}
 		params, _ := json.Marshal(map[string]string{"uri": r.name})
 		// One change at a time, so the last unsubscribe and a new
 		// subscribe to the same resource reach the upstream in the order
 		// they were decided.
 		defer s.agg.subSend.lock(k)()
+		// The change runs to its answer even if the session ends on the
+		// way (only the host's end stops it): interrupted, it would leave
+		// unknown whether the upstream holds the subscription.
+		sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		defer context.AfterFunc(s.watchCtx, stop)()
 		if method == string(mcp.MethodResourcesUnsubscribe) {
-			if s.agg.subscribe(k, session, uri, false) > 0 {
+			if s.agg.subscribe(k, session, sub, false) > 0 {
 				return // another session's subscription holds it upstream
 			}
-			_ = s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
+			_ = s.send(sctx, snap, call, srv, method, params, "resources", "subscribe")
 			return
 		}
-		err := s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
-		if session != "" {
-			s.agg.subscribe(k, session, uri, err == nil)
+		if session == "" {
+			_ = s.send(sctx, snap, call, srv, method, params, "resources", "subscribe")
+			return
+		}
+		s.agg.subscribing(session)
+		err := s.send(sctx, snap, call, srv, method, params, "resources", "subscribe")
+		if live, left := s.agg.subscribed(k, session, sub, err == nil); !live && left == 0 && err == nil {
+			// The session ended while its subscribe was on the way and no
+			// one else holds the subscription: take it back.
+			_ = s.send(sctx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), params, "resources", "subscribe")
 		}
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/internal/conformance"
+	"github.com/antler-mcp/antler/internal/eventually"
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/principal"
@@ -444,12 +445,28 @@ func watchServer(t *testing.T) string {
 // watchServerSubscribed is watchServer and whether its client (Antler's
 // one connection to it) is subscribed to watch://a.
 func watchServerSubscribed(t *testing.T) (string, *atomic.Bool) {
+	return watchServerGated(t, nil, nil)
+}
+
+// watchServerGated is watchServerSubscribed whose subscribes, when gate is
+// not nil, each signal arrived, wait for gate to close, and signal arrived
+// again once the server has taken them.
+func watchServerGated(t *testing.T, arrived chan<- struct{}, gate <-chan struct{}) (string, *atomic.Bool) {
 	t.Helper()
 	subscribed := new(atomic.Bool)
 	hooks := &server.Hooks{}
+	if gate != nil {
+		hooks.AddBeforeSubscribe(func(context.Context, any, *mcp.SubscribeRequest) {
+			arrived <- struct{}{}
+			<-gate
+		})
+	}
 	hooks.AddAfterSubscribe(func(_ context.Context, _ any, m *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		if m.Params.URI == "watch://a" {
 			subscribed.Store(true)
+			if gate != nil {
+				arrived <- struct{}{} // done
+			}
 		}
 	})
 	hooks.AddAfterUnsubscribe(func(_ context.Context, _ any, m *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
@@ -641,5 +658,60 @@ func TestUnsubscribeKeepsAnotherUsersSubscription(t *testing.T) {
 	}
 	if upstreamSubscribed.Load() {
 		t.Error("the last subscriber's unsubscribe did not reach the server")
+	}
+}
+
+// TestSubscribeOfAnEndedSessionIsTakenBack: a session that ends while its
+// subscribe is on its way upstream leaves no subscription behind. Recorded
+// for a session that no longer exists, it would keep every later
+// unsubscribe of that resource (any user's, on a shared connection) from
+// reaching the server.
+func TestSubscribeOfAnEndedSessionIsTakenBack(t *testing.T) {
+	h := newAggHost(t, false, true, 0)
+	arrived, gate := make(chan struct{}, 4), make(chan struct{})
+	u, upstreamSubscribed := watchServerGated(t, arrived, gate)
+	h.writeConfig(fmt.Sprintf(`, "watch": {"type": "http", "url": %q, "protocol_version": "2025-11-25"}`, u))
+	h.cache.Rebuild()
+	alice := h.client("2025-11-25", "alice")
+	go func() {
+		_ = alice.Subscribe(testCtx(t), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "watch://a"}})
+	}()
+	<-arrived // the subscribe is at the server
+	// The session ends (mcp-go's client sends its DELETE without the
+	// key's header, so it is sent here).
+	req, _ := http.NewRequest(http.MethodDelete, h.url+"/mcp", nil)
+	req.Header.Set("Authorization", "Bearer "+h.key("alice"))
+	req.Header.Set("Mcp-Session-Id", alice.GetSessionId())
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE /mcp: %d", resp.StatusCode)
+	}
+	close(gate)
+	<-arrived // the server took the subscribe
+	eventually.True(t, "the ended session's subscription to be taken back upstream", func() bool {
+		return !upstreamSubscribed.Load()
+	})
+
+	// Nothing of alice's is left to hold the resource: bob's unsubscribe,
+	// the last, reaches the server.
+	bob := h.client("2025-11-25", "bob")
+	if err := bob.Subscribe(testCtx(t), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "watch://a"}}); err != nil {
+		t.Fatal(err)
+	}
+	<-arrived
+	<-arrived
+	if !upstreamSubscribed.Load() {
+		t.Fatal("bob's subscribe did not reach the server")
+	}
+	if err := bob.Unsubscribe(testCtx(t), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: "watch://a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if upstreamSubscribed.Load() {
+		t.Error("bob's unsubscribe did not reach the server: an ended session still holds the resource")
 	}
 }
