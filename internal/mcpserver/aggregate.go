@@ -1246,12 +1246,18 @@ func (s *Server) releaseOne(o orphan) {
 	}
 	for _, srv := range snap.ConnectedServers() {
 		if srv.Name == o.key.server {
-			params, _ := json.Marshal(map[string]string{"uri": o.key.uri})
 			call := dispatch.Request{UserID: o.user, ThreadID: o.thread}
-			_ = s.send(s.watchCtx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), params, "resources", "subscribe")
+			_ = s.sendSubscription(s.watchCtx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), o.key.uri)
 			return
 		}
 	}
+}
+
+// sendSubscription sends resources/subscribe or unsubscribe (method) of the
+// server's own uri to srv, if it offers subscriptions.
+func (s *Server) sendSubscription(ctx context.Context, snap *toolcache.ToolSet, call dispatch.Request, srv *config.Server, method, uri string) error {
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	return s.send(ctx, snap, call, srv, method, params, "resources", "subscribe")
 }
 
 // forwardSubscription sends resources/subscribe or unsubscribe to the
@@ -1279,7 +1285,6 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 			session = cs.SessionID()
 		}
 		sub := subscriber{exposed: uri, user: call.UserID, thread: call.ThreadID}
-		params, _ := json.Marshal(map[string]string{"uri": r.name})
 		// One change at a time, so the last unsubscribe and a new
 		// subscribe to the same resource reach the upstream in the order
 		// they were decided.
@@ -1294,19 +1299,19 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 			if s.agg.subscribe(k, session, sub, false) > 0 {
 				return // another session's subscription holds it upstream
 			}
-			_ = s.send(sctx, snap, call, srv, method, params, "resources", "subscribe")
+			_ = s.sendSubscription(sctx, snap, call, srv, method, r.name)
 			return
 		}
 		if session == "" {
-			_ = s.send(sctx, snap, call, srv, method, params, "resources", "subscribe")
+			_ = s.sendSubscription(sctx, snap, call, srv, method, r.name)
 			return
 		}
 		s.agg.subscribing(session)
-		err := s.send(sctx, snap, call, srv, method, params, "resources", "subscribe")
+		err := s.sendSubscription(sctx, snap, call, srv, method, r.name)
 		if live, left := s.agg.subscribed(k, session, sub, err == nil); !live && left == 0 && err == nil {
 			// The session ended while its subscribe was on the way and no
 			// one else holds the subscription: take it back.
-			_ = s.send(sctx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), params, "resources", "subscribe")
+			_ = s.sendSubscription(sctx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), r.name)
 		}
 		return
 	}
