@@ -509,7 +509,11 @@ func TestRequestStateIsTheCallersOwn(t *testing.T) {
 }
 
 // TestUpstreamLogsReachTheCaller: a log message the upstream sends during
-// a call reaches the calling session at the level it set.
+// a call reaches the calling session at the level it set, while the call
+// is still running. (The upstream writes the message from another
+// goroutine than the tool's, so its record of having started says nothing
+// about where the message is: the test waits for the message itself, and
+// only then ends the call.)
 func TestUpstreamLogsReachTheCaller(t *testing.T) {
 	h := newRelayHost(t)
 	c, n := h.relayClient(t, "2025-11-25", false, false)
@@ -521,14 +525,25 @@ func TestUpstreamLogsReachTheCaller(t *testing.T) {
 		req.Params.Name, req.Params.Arguments = "up_wait", map[string]any{"tag": "log"}
 		_, _ = c.CallTool(ctx, req)
 	}()
-	h.recorded(t, "started log")
+	logs := func() []string {
+		var got []string
+		for _, x := range n.of(string(mcp.MethodNotificationMessage)) {
+			got = append(got, fmt.Sprint(x.Params.AdditionalFields["data"]))
+		}
+		return got
+	}
+	eventually.Check(t, "the upstream's log message to reach the caller during the call", func() (bool, string) {
+		got := logs()
+		return len(got) > 0, fmt.Sprintf("log messages %q", got)
+	})
+	select {
+	case <-done:
+		t.Fatal("the call ended before the test ended it")
+	default:
+	}
 	cancel()
 	<-done
-	var got []string
-	for _, x := range n.of(string(mcp.MethodNotificationMessage)) {
-		got = append(got, fmt.Sprint(x.Params.AdditionalFields["data"]))
-	}
-	if len(got) != 1 || got[0] != "waiting log" {
+	if got := logs(); len(got) != 1 || got[0] != "waiting log" {
 		t.Errorf("log messages %q, want the upstream's one", got)
 	}
 }
