@@ -13,6 +13,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/antler-mcp/antler/internal/upstream"
 )
@@ -67,7 +68,17 @@ type Request struct {
 	// went on ("" for stdio, SSE and sessionless servers) once it has been
 	// answered, so a task can be kept with it.
 	OnSession func(session string)
+	// LiveOnly sends the request only on a connection that is open now:
+	// the user's thread's live stdio process, or the shared connection
+	// already dialled. None is started or dialled for it; without one the
+	// request fails with ErrNotLive. It is for requests that only matter
+	// to the process that is there (ending a subscription it holds).
+	LiveOnly bool
 }
+
+// ErrNotLive is wrapped by the failure of a LiveOnly request that found no
+// open connection.
+var ErrNotLive = errors.New("no open connection to the server")
 
 // method is the request's MCP method.
 func (r Request) method() string {

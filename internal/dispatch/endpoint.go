@@ -177,7 +177,7 @@ func outcome(raw json.RawMessage, err error) string {
 }
 
 func (ep *Endpoint) call(ctx context.Context, chain []interceptor.Interceptor, tool, exposed string, req Request) (json.RawMessage, error) {
-	t := target{server: ep.server.Name, tool: tool, method: MethodCallTool, session: req.Session, onSession: req.OnSession}
+	t := target{server: ep.server.Name, tool: tool, method: MethodCallTool, session: req.Session, onSession: req.OnSession, liveOnly: req.LiveOnly}
 	send := func(ctx context.Context, conn *upstream.Conn, ireq *interceptor.Request, meta map[string]any) (json.RawMessage, error) {
 		if req.Task != nil {
 			return conn.CallToolAsTask(ctx, ireq.Tool, ireq.Arguments, meta, req.Task)
@@ -197,7 +197,7 @@ func (ep *Endpoint) call(ctx context.Context, chain []interceptor.Interceptor, t
 // not path-translated: translation knows a CallToolResult's shape only.
 // Failures are *CallError, as for Call.
 func (ep *Endpoint) Send(ctx context.Context, chain []interceptor.Interceptor, req Request, op Op) (json.RawMessage, error) {
-	t := target{server: ep.server.Name, method: req.method(), session: req.Session, onSession: req.OnSession}
+	t := target{server: ep.server.Name, method: req.method(), session: req.Session, onSession: req.OnSession, liveOnly: req.LiveOnly}
 	send := func(ctx context.Context, conn *upstream.Conn, _ *interceptor.Request, meta map[string]any) (json.RawMessage, error) {
 		if op != nil {
 			return op(ctx, conn)
@@ -275,12 +275,12 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 	resumed := false
 	if ep.pool != nil {
 		var release func()
-		conn, key, pt, release, err = ep.session(ctx, req)
+		conn, key, pt, release, err = ep.session(ctx, req, t.liveOnly)
 		if err == nil {
 			defer release()
 		}
 	} else {
-		conn, err = ep.get(ctx)
+		conn, err = ep.get(ctx, t.liveOnly)
 		if err == nil && t.session != "" && ep.server.Type == config.TransportHTTP && conn.SessionID() != t.session {
 			// A durable task's session that is not the shared one (the
 			// host restarted, or the shared connection was re-dialled).
@@ -289,6 +289,9 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 				defer conn.Close()
 			}
 		}
+	}
+	if errors.Is(err, ErrNotLive) {
+		return nil, t.fail(err, t.unavailable())
 	}
 	if errors.Is(err, sessionpool.ErrUserLimit) || errors.Is(err, sessionpool.ErrFull) {
 		ep.log.Warn("no stdio session available", "server", t.server, "tool", t.tool, "method", t.method, "user", req.UserID, "error", err.Error())
@@ -355,8 +358,8 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 }
 
 // get returns the live connection, dialling a new one (bounded by
-// session_init_timeout) when the last one died.
-func (ep *Endpoint) get(ctx context.Context) (*upstream.Conn, error) {
+// session_init_timeout) when the last one died, unless liveOnly.
+func (ep *Endpoint) get(ctx context.Context, liveOnly bool) (*upstream.Conn, error) {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if ep.closed {
@@ -364,6 +367,9 @@ func (ep *Endpoint) get(ctx context.Context) (*upstream.Conn, error) {
 	}
 	if ep.conn != nil {
 		return ep.conn, nil
+	}
+	if liveOnly {
+		return nil, ErrNotLive
 	}
 	dctx, cancel := withTimeout(ctx, ep.server.SessionInitTimeout)
 	defer cancel()
@@ -408,10 +414,11 @@ func (ep *Endpoint) Close() {
 }
 
 // session leases the stdio session for the request's user and thread,
-// starting one in the thread's workspace if there is none. The caller must
+// starting one in the thread's workspace if there is none (unless
+// liveOnly: then the answer is ErrNotLive). The caller must
 // call release when the request is over: until then the session is in
 // flight and the pool never closes it to make room.
-func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (*upstream.Conn, sessionpool.Key, *pinnedThread, func(), error) {
+func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request, liveOnly bool) (*upstream.Conn, sessionpool.Key, *pinnedThread, func(), error) {
 	user, thread := req.UserID, req.ThreadID
 	if user == "" {
 		user = "default"
@@ -437,6 +444,9 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request) (*ups
 	}
 	if conn, release, ok := ep.pool.TryGet(key); ok { // the usual case: no deadline to set for the wait
 		return conn, key, pt, release, nil
+	}
+	if liveOnly {
+		return nil, key, nil, nil, ErrNotLive
 	}
 	conn, release, err := ep.start(ctx, key, pt, user, thread)
 	return conn, key, pt, release, err

@@ -36,6 +36,7 @@ type target struct {
 	// session and onSession are the request's Session and OnSession.
 	session   string
 	onSession func(string)
+	liveOnly  bool
 }
 
 func (t target) fail(err error, msg string) *CallError {

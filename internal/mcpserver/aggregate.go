@@ -369,9 +369,9 @@ type orphan struct {
 
 // ended drops every subscription of a session that ended, and marks it
 // gone for any subscribe of it still on its way. It returns the
-// subscriptions on shared connections (HTTP, SSE) it was the last holder
-// of: they are to be ended upstream. (A stdio subscription is its
-// thread's process's, which is not started again to end it.)
+// subscriptions it was the last holder of: they are to be ended upstream
+// (on a shared HTTP or SSE connection, or the thread's stdio process if it
+// still runs).
 func (a *aggregate) ended(session string) []orphan {
 	a.subMu.Lock()
 	defer a.subMu.Unlock()
@@ -384,9 +384,7 @@ func (a *aggregate) ended(session string) []orphan {
 		delete(sessions, session)
 		if len(sessions) == 0 {
 			delete(a.subs, k)
-			if k.user == "" {
-				orphans = append(orphans, orphan{k, sub})
-			}
+			orphans = append(orphans, orphan{k, sub})
 		}
 	}
 	if a.subscribes[session] > 0 {
@@ -586,7 +584,7 @@ func (s *Server) target(ctx context.Context, meta *mcp.Meta) (dispatch.Request, 
 // downstream's travels: its protocol fields are this door's, and its
 // antler/ keys are the door's carriers.
 func upstreamRequest(call dispatch.Request, method string, params json.RawMessage) dispatch.Request {
-	return dispatch.Request{UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets, Method: method, Params: params}
+	return dispatch.Request{UserID: call.UserID, ThreadID: call.ThreadID, Secrets: call.Secrets, Method: method, Params: params, LiveOnly: call.LiveOnly}
 }
 
 // serverDeclares reports whether a server's capabilities offer key (and, when
@@ -1212,17 +1210,19 @@ func (s *Server) send(ctx context.Context, snap *toolcache.ToolSet, call dispatc
 	sctx, cancel := listBound(ctx, srv)
 	defer cancel()
 	_, err := snap.Send(sctx, srv.Name, upstreamRequest(call, method, params), offered(key, flag, method, params))
-	if err != nil && !errors.Is(err, errNotOffered) {
+	if err != nil && !errors.Is(err, errNotOffered) && !errors.Is(err, dispatch.ErrNotLive) {
 		s.log.Warn("MCP request not forwarded", "method", method, "server", srv.Name, "error", dispatch.Redact(err.Error()))
 	}
 	return err
 }
 
 // release ends upstream, in the background, the subscriptions a departed
-// session was the last to hold on a shared connection, acting as the user
-// who made each (without per-request secrets, which are never kept). A
-// session's end must not wait on a server, and a host that is closing
-// ends its connections anyway.
+// session was the last to hold, acting as the user who made each (without
+// per-request secrets, which are never kept), on the connection that holds
+// them only: a stdio process that has ended (its thread retired with the
+// session, or idled out) is not started again to be told, nor a shared
+// connection dialled again. A session's end must not wait on a server, and
+// a host that is closing ends its connections anyway.
 func (s *Server) release(orphans []orphan) {
 	if len(orphans) == 0 || s.watchCtx.Err() != nil {
 		return
@@ -1246,8 +1246,14 @@ func (s *Server) releaseOne(o orphan) {
 	}
 	for _, srv := range snap.ConnectedServers() {
 		if srv.Name == o.key.server {
-			call := dispatch.Request{UserID: o.user, ThreadID: o.thread}
-			_ = s.sendSubscription(s.watchCtx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), o.key.uri)
+			call := dispatch.Request{UserID: o.user, ThreadID: o.thread, LiveOnly: true}
+			err := s.sendSubscription(s.watchCtx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), o.key.uri)
+			switch {
+			case errors.Is(err, dispatch.ErrNotLive):
+				s.log.Debug("MCP subscription of an ended session left: its connection is gone", "server", srv.Name)
+			case err == nil:
+				s.log.Debug("MCP subscription of an ended session released", "server", srv.Name)
+			}
 			return
 		}
 	}

@@ -677,20 +677,7 @@ func TestSubscribeOfAnEndedSessionIsTakenBack(t *testing.T) {
 		_ = alice.Subscribe(testCtx(t), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "watch://a"}})
 	}()
 	<-arrived // the subscribe is at the server
-	// The session ends (mcp-go's client sends its DELETE without the
-	// key's header, so it is sent here).
-	req, _ := http.NewRequest(http.MethodDelete, h.url+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+h.key("alice"))
-	req.Header.Set("Mcp-Session-Id", alice.GetSessionId())
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE /mcp: %d", resp.StatusCode)
-	}
+	endSession(t, h.url, h.key("alice"), alice)
 	close(gate)
 	<-arrived // the server took the subscribe
 	eventually.True(t, "the ended session's subscription to be taken back upstream", func() bool {

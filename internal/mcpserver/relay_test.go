@@ -42,6 +42,10 @@ func TestMain(m *testing.M) {
 		serveUpstream(os.Args[2])
 		os.Exit(0)
 	}
+	if len(os.Args) == 3 && os.Args[1] == watchUpstreamArg {
+		serveWatchUpstream(os.Args[2])
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -50,13 +54,7 @@ func TestMain(m *testing.M) {
 // relayHost.release) and "roots" (asks its client for roots), appending
 // "started <tag>", "cancelled <tag>" and "released <tag>" lines to record.
 func serveUpstream(record string) {
-	note := func(line string) {
-		f, err := os.OpenFile(record, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err == nil {
-			fmt.Fprintln(f, line)
-			f.Close()
-		}
-	}
+	note := recorder(record)
 	srv := server.NewMCPServer("relayup", "1", server.WithLogging())
 	srv.AddTool(mcp.NewTool("wait", mcp.WithString("tag", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tag := req.GetString("tag", "")
@@ -97,6 +95,17 @@ func serveUpstream(record string) {
 		return mcp.NewToolResultText("stormed"), nil
 	})
 	_ = server.NewStdioServer(srv).Listen(context.Background(), os.Stdin, os.Stdout)
+}
+
+// recorder appends lines to a test upstream's record file.
+func recorder(record string) func(line string) {
+	return func(line string) {
+		f, err := os.OpenFile(record, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+	}
 }
 
 // relayHost is a gateway fronting server-everything over stdio and
