@@ -82,20 +82,48 @@ func (s *Server) streamableContext(ctx context.Context, r *http.Request) context
 }
 
 // sessionBound carries a request's values and its session's cancellation.
+// It reads the request's values itself rather than through
+// context.WithoutCancel, whose every lookup allocates; the one key it
+// must not pass to the request is the one the context package finds a
+// cancellation by (cancelKey), which goes to the session's life: a
+// context made below this one is then canceled, and its cause read, with
+// the session, never with the request.
 type sessionBound struct {
-	context.Context // the request's values, without its cancellation
-	life            context.Context
+	request context.Context // its values only
+	life    context.Context
 }
+
+// cancelKey is the key the context package looks up to find the nearest
+// cancellation, learnt once by asking context.Cause of an ended context
+// that records what it is asked.
+var cancelKey = func() any {
+	ended, end := context.WithCancel(context.Background())
+	end()
+	var key any
+	_ = context.Cause(keyProbe{Context: ended, asked: &key})
+	return key
+}()
+
+// keyProbe records the last key it is asked for.
+type keyProbe struct {
+	context.Context
+	asked *any
+}
+
+func (p keyProbe) Value(key any) any { *p.asked = key; return nil }
 
 // bindToSession returns ctx's values with life's cancellation.
 func bindToSession(ctx, life context.Context) context.Context {
-	return sessionBound{Context: context.WithoutCancel(ctx), life: life}
+	return &sessionBound{request: ctx, life: life}
 }
 
-func (c sessionBound) Deadline() (time.Time, bool) { return c.life.Deadline() }
-func (c sessionBound) Done() <-chan struct{}       { return c.life.Done() }
-func (c sessionBound) Err() error                  { return c.life.Err() }
+func (c *sessionBound) Deadline() (time.Time, bool) { return c.life.Deadline() }
+func (c *sessionBound) Done() <-chan struct{}       { return c.life.Done() }
+func (c *sessionBound) Err() error                  { return c.life.Err() }
 
-// AfterFunc lets context.WithCancel below this context register on the
-// session's life instead of starting a goroutine per request.
-func (c sessionBound) AfterFunc(f func()) (stop func() bool) { return context.AfterFunc(c.life, f) }
+func (c *sessionBound) Value(key any) any {
+	if key == cancelKey {
+		return c.life.Value(key)
+	}
+	return c.request.Value(key)
+}

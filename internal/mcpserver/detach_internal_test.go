@@ -13,6 +13,9 @@ type probeKey struct{}
 // and outlives the request; the session's end cancels it and what derives
 // from it, with the session's error.
 func TestSessionBound(t *testing.T) {
+	if cancelKey == nil {
+		t.Fatal("the context package's cancellation key was not learnt: a bound context would lead to its request's cancellation")
+	}
 	request, endRequest := context.WithCancelCause(context.WithValue(context.Background(), probeKey{}, "v"))
 	life, endLife := context.WithCancel(context.Background())
 	bound := bindToSession(request, life)
