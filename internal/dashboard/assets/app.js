@@ -8,8 +8,20 @@ const banner = document.getElementById('banner');
 let leave = null; // ends the current page's streams
 let role = 'unknown';
 
-function show(...nodes) {
-  main.replaceChildren(...nodes);
+let routeSeq = 0; // counts route() calls: only the latest one's page renders
+let settled = 0; // counts the route() calls that have finished, live or not
+
+// newView is one route's hold on the page: a page that loads after a later
+// navigation (a slow answer overtaken by a fast one) renders nothing and
+// ends what it started, rather than replacing the page the user went to.
+function newView() {
+  const seq = ++routeSeq;
+  const live = () => seq === routeSeq;
+  return {
+    live,
+    show: (...nodes) => { if (live()) main.replaceChildren(...nodes); },
+    onLeave: (end) => { if (live()) leave = end; else end(); },
+  };
 }
 
 function note(text, isError) {
@@ -42,9 +54,9 @@ async function whoami() {
 
 // ---- servers ----
 
-async function serversPage() {
+async function serversPage(view) {
   const res = await api('GET', '/api/mcp/servers');
-  if (!res.ok) return show(refusal(res, 'Servers'));
+  if (!res.ok) return view.show(refusal(res, 'Servers'));
   const d = res.data;
   const rows = (d.servers || []).map((s) =>
     el('tr', { 'data-server': s.name },
@@ -56,7 +68,7 @@ async function serversPage() {
       el('td', { class: 'num' }, s.sessions === undefined ? '–' : String(s.sessions)),
       el('td', { class: 'error-text' }, s.error || '',
         (s.conflicts || []).length ? el('div', { class: 'muted' }, 'name conflicts: ' + pretty(s.conflicts)) : null)));
-  show(el('section', {},
+  view.show(el('section', {},
     el('h2', {}, 'Servers'),
     el('p', { class: 'muted' }, `generation ${d.generation ?? '?'} · discovered ${d.discovered_at || 'not yet'}`,
       d.config_path ? ` · config ${d.config_path}` : ''),
@@ -64,13 +76,13 @@ async function serversPage() {
     el('table', { id: 'servers' },
       el('thead', {}, el('tr', {}, ['server', 'state', 'transport', 'protocol', 'tools', 'live sessions', 'error'].map((h) => el('th', {}, h)))),
       el('tbody', {}, rows)),
-    role === 'admin' ? el('p', {}, el('button', { type: 'button', onclick: resetCache }, 'Reset tool cache')) : null));
+    role === 'admin' ? el('p', {}, el('button', { type: 'button', onclick: () => resetCache(view) }, 'Reset tool cache')) : null));
 }
 
-async function resetCache() {
+async function resetCache(view) {
   const res = await api('POST', '/api/mcp/cache/reset');
   note(res.ok ? 'cache reset: tools reload on next use' : errorText(res), !res.ok);
-  if (res.ok) serversPage();
+  if (res.ok) serversPage(view);
 }
 
 // ---- tools ----
@@ -139,9 +151,9 @@ function toolCard(t) {
     out);
 }
 
-async function toolsPage() {
+async function toolsPage(view) {
   const [res, hints] = await Promise.all([api('GET', '/api/mcp/tools'), api('GET', '/api/mcp/routing-hints')]);
-  if (!res.ok) return show(refusal(res, 'Tools'));
+  if (!res.ok) return view.show(refusal(res, 'Tools'));
   const tools = res.data.tools || [];
   const filter = el('input', { type: 'search', placeholder: 'filter by name', id: 'tool-filter' });
   const list = el('div', { id: 'tools' }, tools.map(toolCard));
@@ -149,7 +161,7 @@ async function toolsPage() {
     const q = filter.value.toLowerCase();
     for (const card of list.children) card.hidden = q !== '' && !card.dataset.tool.toLowerCase().includes(q);
   });
-  show(el('section', {},
+  view.show(el('section', {},
     el('h2', {}, `Tools (${tools.length})`), filter, list,
     hints.ok && hints.data && hints.data.section ? el('details', { class: 'hints' }, el('summary', {}, 'Routing hints prompt section'), el('pre', {}, hints.data.section)) : null));
 }
@@ -158,14 +170,14 @@ async function toolsPage() {
 
 const terminal = new Set(['completed', 'failed', 'cancelled', 'canceled']);
 
-async function tasksPage() {
+async function tasksPage(view) {
   const threadInput = el('input', { id: 'thread', value: sessionStorage.getItem('antler.thread') || 'default' });
   const body = el('tbody');
   const log = el('ol', { id: 'events', class: 'events' });
   const streamState = el('span', { id: 'stream-state', class: 'muted' }, 'connecting…');
   const detail = el('div', { id: 'task-detail' });
   const controller = new AbortController();
-  leave = () => controller.abort();
+  view.onLeave(() => controller.abort());
   let thread = threadInput.value;
 
   const load = async () => {
@@ -245,11 +257,11 @@ async function tasksPage() {
     ev.preventDefault();
     thread = threadInput.value.trim() || 'default';
     sessionStorage.setItem('antler.thread', thread);
-    leave();
-    tasksPage();
+    if (leave) leave();
+    tasksPage(view);
   } }, el('label', {}, 'thread ', threadInput), el('button', { type: 'submit' }, 'Show'));
 
-  show(el('section', {},
+  view.show(el('section', {},
     el('h2', {}, 'Durable tasks'),
     el('p', { class: 'muted' }, 'The tasks of the signed-in key\'s user in one thread; the list follows the event stream.'),
     form,
@@ -263,12 +275,12 @@ async function tasksPage() {
 
 // ---- catalog ----
 
-async function catalogPage() {
+async function catalogPage(view) {
   const res = await api('GET', '/api/mcp/catalog');
   if (res.status === 404 || res.status === 503) {
-    return show(notAvailable('Pending catalog changes', `this host does not serve tool-catalog pinning (GET /api/mcp/catalog answered ${errorText(res)}).`));
+    return view.show(notAvailable('Pending catalog changes', `this host does not serve tool-catalog pinning (GET /api/mcp/catalog answered ${errorText(res)}).`));
   }
-  if (!res.ok) return show(refusal(res, 'Pending catalog changes'));
+  if (!res.ok) return view.show(refusal(res, 'Pending catalog changes'));
   const pending = (res.data && res.data.pending) || [];
   const byServer = new Map();
   for (const p of pending) {
@@ -284,7 +296,7 @@ async function catalogPage() {
       msg.textContent = errorText(r);
       return;
     }
-    await catalogPage();
+    await catalogPage(view);
     note(`approved on ${r.data.server}: ${(r.data.approved || []).join(', ') || 'nothing'}`, false);
   };
   const plain = (v) => (typeof v === 'string' ? v : v === undefined ? '(absent)' : pretty(v));
@@ -305,7 +317,7 @@ async function catalogPage() {
               el('td', {}, el('pre', { class: 'old' }, p.approved === null ? '(none)' : plain(whole ? p.approved : field(p.approved, f)))),
               el('td', {}, el('pre', { class: 'new' }, plain(whole ? p.proposed : field(p.proposed, f)))));
           })))))));
-  show(el('section', { 'data-state': 'available' },
+  view.show(el('section', { 'data-state': 'available' },
     el('h2', {}, `Pending catalog changes (${pending.length})`),
     pending.length === 0 ? el('p', { class: 'muted', id: 'catalog-empty' }, 'Every served tool matches its approved definition.') : null,
     msg, sections));
@@ -313,20 +325,20 @@ async function catalogPage() {
 
 // ---- plugins ----
 
-async function pluginsPage() {
+async function pluginsPage(view) {
   const resp = await fetch('/metrics', { headers: apiKey() ? { Authorization: 'Bearer ' + apiKey() } : {}, cache: 'no-store', credentials: 'omit' });
   const text = await resp.text();
   if (resp.status === 404) {
-    return show(notAvailable('Plugins', 'metrics are off on this host (GET /metrics answered 404); enable them to see plugin calls.'));
+    return view.show(notAvailable('Plugins', 'metrics are off on this host (GET /metrics answered 404); enable them to see plugin calls.'));
   }
   if (!resp.ok) {
     let data = null;
     try { data = JSON.parse(text); } catch { data = text; }
-    return show(refusal({ status: resp.status, data }, 'Plugins'));
+    return view.show(refusal({ status: resp.status, data }, 'Plugins'));
   }
   const rows = pluginRows(parseMetrics(text));
   const ms = (s) => (s === null ? '–' : (s * 1000).toFixed(1) + ' ms');
-  show(el('section', { 'data-state': 'available' },
+  view.show(el('section', { 'data-state': 'available' },
     el('h2', {}, 'Plugins'),
     rows.length === 0 ? el('p', { class: 'muted', id: 'plugins-empty' }, 'No plugin calls recorded yet.') : null,
     el('table', { id: 'plugins' },
@@ -339,9 +351,9 @@ async function pluginsPage() {
 
 // ---- config ----
 
-async function configPage() {
+async function configPage(view) {
   const res = await api('GET', '/api/mcp/config');
-  if (!res.ok) return show(refusal(res, 'Configuration'));
+  if (!res.ok) return view.show(refusal(res, 'Configuration'));
   const servers = (res.data && res.data.mcp_servers) || {};
   const msg = el('p', { id: 'config-result', class: 'muted' });
   const editor = el('div', { id: 'config-editor' });
@@ -366,7 +378,7 @@ async function configPage() {
         msg.className = 'error-text';
         return;
       }
-      await configPage();
+      await configPage(view);
       note(`${name} saved`, false);
     } }, el('h3', {}, `Edit ${name}`),
     el('p', { class: 'muted' }, 'Masked values (***) stay masked: sending them back keeps the stored secret.'),
@@ -380,7 +392,7 @@ async function configPage() {
       el('td', {}, s.type || (s.url ? 'http' : 'stdio')), el('td', {}, s.description || ''),
       el('td', {}, el('button', { type: 'button', class: 'edit-server', onclick: () => edit(name, s) }, 'Edit')));
   });
-  show(el('section', {},
+  view.show(el('section', {},
     el('h2', {}, 'Configuration'),
     el('p', { class: 'muted' }, 'extensions_config.json through the config admin API; secrets are shown masked.'),
     el('table', { id: 'config' },
@@ -396,17 +408,19 @@ async function route() {
   if (leave) leave();
   leave = null;
   note('');
+  const view = newView();
   const name = location.hash.replace(/^#/, '') || 'servers';
   const page = pages[name] || serversPage;
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.page === name);
   document.body.dataset.page = name;
   main.replaceChildren(el('p', { class: 'muted' }, 'loading…'));
   try {
-    await page();
+    await page(view);
   } catch (err) {
-    show(notAvailable(name, String(err && err.message ? err.message : err)));
+    view.show(notAvailable(name, String(err && err.message ? err.message : err)));
   }
-  document.body.dataset.loaded = name;
+  if (view.live()) document.body.dataset.loaded = name;
+  document.body.dataset.settled = String(++settled);
 }
 
 document.getElementById('login').addEventListener('submit', async (ev) => {

@@ -96,6 +96,23 @@ try {
   const adminTask = (/mcp-task-[A-Za-z0-9_-]+/.exec(submitted) || [])[0];
   if (!adminTask) throw new Error('no task id in ' + submitted);
 
+  step = 'a slow page does not cover a later one';
+  // The servers list answers only after the config page has loaded: its
+  // late answer must not replace the page the user went to.
+  let releaseServers, serversAsked;
+  const held = new Promise((r) => { releaseServers = r; });
+  const serversHeld = new Promise((r) => { serversAsked = r; });
+  await page.route('**/api/mcp/servers', async (r) => { serversAsked(); await held; await r.continue(); });
+  const before = Number(await page.evaluate(() => document.body.dataset.settled));
+  await page.evaluate(() => { location.hash = 'servers'; });
+  await serversHeld;
+  await go('config');
+  releaseServers();
+  await page.waitForFunction((n) => Number(document.body.dataset.settled) >= n, before + 2);
+  const shown = await page.evaluate(() => [document.body.dataset.loaded, document.querySelector('#main h2').textContent]);
+  if (shown[0] !== 'config' || shown[1] !== 'Configuration') throw new Error('the late servers page covered the config page: ' + JSON.stringify(shown));
+  await page.unroute('**/api/mcp/servers');
+
   step = 'watch the report live';
   await go('tasks');
   const row = page.locator(`#tasks tr[data-task="${adminTask}"]`);
