@@ -100,7 +100,16 @@ func newEdge(o HTTPOptions) (edge, []error) {
 // hostAllowed reports whether a Host header names this host: a loopback
 // name, an IP literal when keys are configured (a DNS-rebinding page can
 // only reach the host under a name), or an allowed_hosts entry.
-func (s *Server) hostAllowed(value string) bool { return s.hostServed(value, true) }
+func (s *Server) hostAllowed(value string) bool {
+	if last := s.allowedHost.Load(); last != nil && *last == value {
+		return true // the usual case: every request names the same Host
+	}
+	if !s.hostServed(value, true) {
+		return false
+	}
+	s.allowedHost.Store(&value)
+	return true
+}
 
 // hostServed is hostAllowed, where a "*" entry counts only with wildcard.
 func (s *Server) hostServed(value string, wildcard bool) bool {

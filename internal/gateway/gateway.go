@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -103,6 +104,9 @@ type Server struct {
 	edge        edge
 	callSlots   *principal.Slots
 	streamSlots *principal.Slots
+	// allowedHost is the last Host header hostAllowed accepted: the edge's
+	// rules never change, so the same value is accepted again at once.
+	allowedHost atomic.Pointer[string]
 }
 
 // corsAllowHeaders are the request headers an allowed page may send to the

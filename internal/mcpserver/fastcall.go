@@ -349,21 +349,35 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 			s.lives.end(sessionID)
 			return false // ended since: mcp-go answers it
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(bindToSession(ctx, life))
-		defer cancel()
-		key := inflightKey(sessionID, msg.ID)
-		held := &cancel
-		s.fast.inflight.Store(key, held)
-		defer s.fast.inflight.CompareAndDelete(key, held)
+		s.runSessionCall(bindToSession(ctx, life), w, cs, sessionID, &msg, snap)
+		return true
 	}
+	s.runCall(ctx, w, nil, &msg, snap, modern)
+	return true
+}
+
+// runSessionCall is runCall for a call of a session-based revision, which
+// notifications/cancelled of its session ends. (Apart from serveCall, whose
+// many returns would keep its defers from being inlined.)
+func (s *Server) runSessionCall(ctx context.Context, w http.ResponseWriter, cs server.ClientSession, sessionID string, msg *callMessage, snap *toolcache.ToolSet) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	key := inflightKey(sessionID, msg.ID)
+	held := &cancel
+	s.fast.inflight.Store(key, held)
+	defer s.fast.inflight.CompareAndDelete(key, held)
+	s.runCall(ctx, w, cs, msg, snap, false)
+}
+
+// runCall makes the call serveCall took and writes its answer.
+func (s *Server) runCall(ctx context.Context, w http.ResponseWriter, cs server.ClientSession, msg *callMessage, snap *toolcache.ToolSet, modern bool) {
+	p := &msg.Params
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		s.log.DebugContext(ctx, "MCP tools/call answered by the door", "tool", p.Name)
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: p.Name, RawArguments: p.Arguments, Meta: p.Meta}}
 	out := &fastStream{srv: s, ctx: ctx, w: w, session: cs, id: bytes.TrimSpace(msg.ID)}
 	out.answer(s.fastCall(ctx, out, snap, req, modern), modern)
-	return true
 }
 
 // unreadBody is r's body when the gateway's edge has read it whole and

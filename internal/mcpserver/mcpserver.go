@@ -620,6 +620,9 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 		c.thread = v
 	}
 	for k, vs := range r.Header {
+		if len(k) <= len(HeaderSecretPrefix) || !strings.EqualFold(k[:len(HeaderSecretPrefix)], HeaderSecretPrefix) {
+			continue // (the canonical spelling of k would not have the prefix either)
+		}
 		if name, ok := strings.CutPrefix(http.CanonicalHeaderKey(k), HeaderSecretPrefix); ok && name != "" && len(vs) > 0 {
 			if c.secrets == nil {
 				c.secrets = map[string]string{}
