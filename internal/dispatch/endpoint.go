@@ -268,39 +268,13 @@ func (ep *Endpoint) initialHeaders() map[string]string {
 // wire is the end of the chain: it takes the connection (a leased session
 // for stdio), sends, and maps the transport's failures.
 func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request, meta map[string]any, send wireFunc, translate bool) (json.RawMessage, error) {
-	var conn *upstream.Conn
-	var key sessionpool.Key
-	var pt *pinnedThread
-	var err error
-	resumed := false
-	if ep.pool != nil {
-		var release func()
-		conn, key, pt, release, err = ep.session(ctx, req, t.liveOnly)
-		if err == nil {
-			defer release()
-		}
-	} else {
-		conn, err = ep.get(ctx, t.liveOnly)
-		if err == nil && t.session != "" && ep.server.Type == config.TransportHTTP && conn.SessionID() != t.session {
-			// A durable task's session that is not the shared one (the
-			// host restarted, or the shared connection was re-dialled).
-			conn, err = ep.resume(ctx, t.session, conn.ProtocolVersion())
-			if resumed = err == nil; resumed {
-				defer conn.Close()
-			}
-		}
-	}
-	if errors.Is(err, ErrNotLive) {
-		return nil, t.fail(err, t.unavailable())
-	}
-	if errors.Is(err, sessionpool.ErrUserLimit) || errors.Is(err, sessionpool.ErrFull) {
-		ep.log.Warn("no stdio session available", "server", t.server, "tool", t.tool, "method", t.method, "user", req.UserID, "error", err.Error())
-		return nil, t.fail(err, t.noSession(err))
-	}
+	// (Few returns, so that the defers are inlined: the failures are
+	// mapped apart.)
+	conn, key, pt, release, resumed, err := ep.connect(ctx, t, req)
 	if err != nil {
-		ep.log.Warn("upstream unavailable", "server", t.server, "tool", t.tool, "method", t.method, "error", Redact(err.Error()))
-		return nil, t.fail(err, t.unavailable())
+		return nil, ep.connectFailed(t, req, err)
 	}
+	defer release()
 	cctx, cancel := withTimeout(ctx, ep.server.ToolCallTimeout)
 	defer cancel()
 	if !ep.server.IsStdio() {
@@ -312,14 +286,58 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 		defer vc.End()
 	}
 	raw, err := send(cctx, conn, req, meta)
-	if err == nil && t.onSession != nil {
+	if err != nil {
+		return nil, ep.sendFailed(ctx, t, conn, key, vc, resumed, err)
+	}
+	if t.onSession != nil {
 		t.onSession(conn.SessionID())
 	}
-	if err == nil {
-		// Paths in the result that point into the thread's user data
-		// become /mnt/user-data/...; files the call wrote are listed.
-		return vc.Rewrite(raw), nil
+	// Paths in the result that point into the thread's user data become
+	// /mnt/user-data/...; files the call wrote are listed.
+	return vc.Rewrite(raw), nil
+}
+
+// connect takes the connection a request goes on: its user's thread's
+// leased stdio session (and the thread), the shared connection, or a
+// durable task's resumed HTTP session. release gives it back.
+func (ep *Endpoint) connect(ctx context.Context, t target, req *interceptor.Request) (conn *upstream.Conn, key sessionpool.Key, pt *pinnedThread, release func(), resumed bool, err error) {
+	if ep.pool != nil {
+		conn, key, pt, release, err = ep.session(ctx, req, t.liveOnly)
+		return conn, key, pt, release, false, err
 	}
+	conn, err = ep.get(ctx, t.liveOnly)
+	if err == nil && t.session != "" && ep.server.Type == config.TransportHTTP && conn.SessionID() != t.session {
+		// A durable task's session that is not the shared one (the host
+		// restarted, or the shared connection was re-dialled).
+		if conn, err = ep.resume(ctx, t.session, conn.ProtocolVersion()); err == nil {
+			resumedConn := conn
+			return conn, key, nil, func() { _ = resumedConn.Close() }, true, nil
+		}
+	}
+	return conn, key, nil, keep, false, err
+}
+
+// keep is the release of the shared connection: it stays open.
+func keep() {}
+
+// connectFailed maps the failure to take a connection.
+func (ep *Endpoint) connectFailed(t target, req *interceptor.Request, err error) *CallError {
+	switch {
+	case errors.Is(err, ErrNotLive):
+		return t.fail(err, t.unavailable())
+	case errors.Is(err, sessionpool.ErrUserLimit) || errors.Is(err, sessionpool.ErrFull):
+		ep.log.Warn("no stdio session available", "server", t.server, "tool", t.tool, "method", t.method, "user", req.UserID, "error", err.Error())
+		return t.fail(err, t.noSession(err))
+	default:
+		ep.log.Warn("upstream unavailable", "server", t.server, "tool", t.tool, "method", t.method, "error", Redact(err.Error()))
+		return t.fail(err, t.unavailable())
+	}
+}
+
+// sendFailed maps the failure of a request sent on conn (ctx is the
+// caller's, vc the call's workspace watch, resumed whether conn is a
+// durable task's resumed session).
+func (ep *Endpoint) sendFailed(ctx context.Context, t target, conn *upstream.Conn, key sessionpool.Key, vc *virtualpath.Call, resumed bool, err error) *CallError {
 	var rpcErr *upstream.RPCError
 	var tooLarge *upstream.ResultTooLargeError
 	switch {
@@ -328,19 +346,19 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 			ep.drop(conn) // cut to stop the message; a stdio session was evicted already
 		}
 		ep.log.Warn("upstream result above max_result_bytes", "server", t.server, "tool", t.tool, "method", t.method, "max_result_bytes", tooLarge.Limit)
-		return nil, t.fail(err, t.tooLarge(tooLarge.Limit))
+		return t.fail(err, t.tooLarge(tooLarge.Limit))
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		ce := t.fail(err, t.timedOut(ep.server.ToolCallTimeout))
 		ce.Timeout = true
-		return nil, ce
+		return ce
 	case ctx.Err() != nil:
-		return nil, t.fail(ctx.Err(), t.cancelled())
+		return t.fail(ctx.Err(), t.cancelled())
 	case errors.As(err, &rpcErr):
-		return nil, t.fail(err, t.rpcError(truncate(Redact(vc.Text(rpcErr.Message)), 1000)))
+		return t.fail(err, t.rpcError(truncate(Redact(vc.Text(rpcErr.Message)), 1000)))
 	case upstream.IsConnectionClosed(err) && resumed:
 		// A resumed task session the server no longer knows (404): only
 		// that request fails; the shared connection is not touched.
-		return nil, t.fail(fmt.Errorf("%w: %w", ErrSessionGone, err), t.connectionLost())
+		return t.fail(fmt.Errorf("%w: %w", ErrSessionGone, err), t.connectionLost())
 	case upstream.IsConnectionClosed(err):
 		// The failed request is not replayed: it may have had effects. Only
 		// this session is evicted, and only if the pool still holds it.
@@ -350,10 +368,10 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 			ep.drop(conn)
 		}
 		ep.log.Warn("upstream connection lost", "server", t.server, "tool", t.tool, "method", t.method, "error", Redact(err.Error()))
-		return nil, t.fail(err, t.connectionLost())
+		return t.fail(err, t.connectionLost())
 	default:
 		ep.log.Warn("upstream call failed", "server", t.server, "tool", t.tool, "method", t.method, "error", Redact(err.Error()))
-		return nil, t.fail(err, t.failed())
+		return t.fail(err, t.failed())
 	}
 }
 

@@ -155,6 +155,12 @@ func (l *rawLines) send(ctx context.Context, rc *resultCap, rs *relays, id strin
 		defer end()
 		params, _ = p.(json.RawMessage) // (begin hands raw params back raw)
 	}
+	return l.exchange(sendCtx, call, id, method, params)
+}
+
+// exchange writes one request line and waits for its reply (send's, apart
+// so that send's defers are inlined).
+func (l *rawLines) exchange(sendCtx context.Context, call *capCall, id string, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
 	if len(params) > 0 && (!json.Valid(params) || bytes.ContainsAny(params, "\r\n")) {
 		var b bytes.Buffer
 		if err := json.Compact(&b, params); err != nil {
