@@ -309,6 +309,9 @@ func (ep *Endpoint) connect(ctx context.Context, t target, req *interceptor.Requ
 	if err == nil && t.session != "" && ep.server.Type == config.TransportHTTP && conn.SessionID() != t.session {
 		// A durable task's session that is not the shared one (the host
 		// restarted, or the shared connection was re-dialled).
+		if t.liveOnly {
+			return nil, key, nil, nil, false, ErrNotLive // resuming would open one
+		}
 		if conn, err = ep.resume(ctx, t.session, conn.ProtocolVersion()); err == nil {
 			resumedConn := conn
 			return conn, key, nil, func() { _ = resumedConn.Close() }, true, nil

@@ -76,3 +76,29 @@ func TestLiveOnlyStartsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveOnlyResumesNoSession: a LiveOnly request naming a durable
+// task's HTTP session other than the shared connection's fails with
+// ErrNotLive instead of opening that session.
+func TestLiveOnlyResumesNoSession(t *testing.T) {
+	t.Parallel()
+	ext, err := config.Parse(fmt.Appendf(nil, `{"mcpServers": {"web": {"type": "http", "url": %q}}}`, testmcp.StartHTTP(t, "http")+"/mcp"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := dispatch.NewEndpoint(ext.Servers[0], dispatch.Options{})
+	t.Cleanup(ep.Close)
+	ctx := context.Background()
+	list := dispatch.Request{Method: "tools/list"}
+	if _, err := ep.Send(ctx, nil, list, nil); err != nil {
+		t.Fatal(err) // the shared connection is open now
+	}
+	list.LiveOnly = true
+	if _, err := ep.Send(ctx, nil, list, nil); err != nil {
+		t.Fatalf("LiveOnly on the open shared connection: %v", err)
+	}
+	list.Session = "a-task-session-the-shared-connection-is-not-on"
+	if _, err := ep.Send(ctx, nil, list, nil); !errors.Is(err, dispatch.ErrNotLive) {
+		t.Errorf("LiveOnly naming another session: %v, want ErrNotLive", err)
+	}
+}

@@ -114,12 +114,22 @@ func (p keyProbe) Value(key any) any { *p.asked = key; return nil }
 
 // bindToSession returns ctx's values with life's cancellation.
 func bindToSession(ctx, life context.Context) context.Context {
+	if cancelKey == nil {
+		// The context package no longer finds cancellations as learnt:
+		// WithoutCancel keeps the request's out, whatever the key.
+		ctx = context.WithoutCancel(ctx)
+	}
 	return &sessionBound{request: ctx, life: life}
 }
 
 func (c *sessionBound) Deadline() (time.Time, bool) { return c.life.Deadline() }
 func (c *sessionBound) Done() <-chan struct{}       { return c.life.Done() }
 func (c *sessionBound) Err() error                  { return c.life.Err() }
+
+// AfterFunc lets a context made below this one register on the session's
+// life rather than start a goroutine, should the context package not find
+// the life's cancellation through Value.
+func (c *sessionBound) AfterFunc(f func()) (stop func() bool) { return context.AfterFunc(c.life, f) }
 
 func (c *sessionBound) Value(key any) any {
 	if key == cancelKey {

@@ -620,17 +620,29 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 		c.thread = v
 	}
 	for k, vs := range r.Header {
-		if len(k) <= len(HeaderSecretPrefix) || !strings.EqualFold(k[:len(HeaderSecretPrefix)], HeaderSecretPrefix) {
-			continue // (the canonical spelling of k would not have the prefix either)
-		}
-		if name, ok := strings.CutPrefix(http.CanonicalHeaderKey(k), HeaderSecretPrefix); ok && name != "" && len(vs) > 0 {
+		if name, ok := secretHeader(k); ok && len(vs) > 0 {
 			if c.secrets == nil {
 				c.secrets = map[string]string{}
 			}
-			c.secrets[strings.ToLower(name)] = vs[0]
+			c.secrets[name] = vs[0]
 		}
 	}
 	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// secretHeader is the secret a request header of key k carries, by its
+// lower-case name: k is HeaderSecretPrefix and a name, in any case. Only a
+// key that may have the prefix is canonicalized (every request's headers
+// are scanned).
+func secretHeader(k string) (string, bool) {
+	if len(k) <= len(HeaderSecretPrefix) || !strings.EqualFold(k[:len(HeaderSecretPrefix)], HeaderSecretPrefix) {
+		return "", false // (the canonical spelling of k would not have the prefix either)
+	}
+	name, ok := strings.CutPrefix(http.CanonicalHeaderKey(k), HeaderSecretPrefix)
+	if !ok || name == "" {
+		return "", false
+	}
+	return strings.ToLower(name), true
 }
 
 // identify resolves a call into the one request type of the call path:

@@ -81,7 +81,7 @@ async function serversPage(view) {
 
 async function resetCache(view) {
   const res = await api('POST', '/api/mcp/cache/reset');
-  note(res.ok ? 'cache reset: tools reload on next use' : errorText(res), !res.ok);
+  if (view.live()) note(res.ok ? 'cache reset: tools reload on next use' : errorText(res), !res.ok);
   if (res.ok) serversPage(view);
 }
 
@@ -297,7 +297,7 @@ async function catalogPage(view) {
       return;
     }
     await catalogPage(view);
-    note(`approved on ${r.data.server}: ${(r.data.approved || []).join(', ') || 'nothing'}`, false);
+    if (view.live()) note(`approved on ${r.data.server}: ${(r.data.approved || []).join(', ') || 'nothing'}`, false);
   };
   const plain = (v) => (typeof v === 'string' ? v : v === undefined ? '(absent)' : pretty(v));
   const field = (def, f) => (def && typeof def === 'object' ? def[f] : undefined);
@@ -379,7 +379,7 @@ async function configPage(view) {
         return;
       }
       await configPage(view);
-      note(`${name} saved`, false);
+      if (view.live()) note(`${name} saved`, false);
     } }, el('h3', {}, `Edit ${name}`),
     el('p', { class: 'muted' }, 'Masked values (***) stay masked: sending them back keeps the stored secret.'),
     area, el('button', { type: 'submit' }, 'Save server')));
