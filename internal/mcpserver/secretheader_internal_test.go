@@ -24,7 +24,7 @@ func TestSecretHeader(t *testing.T) {
 		{"X-Antler-Secret-", "", false},
 		{"X-Antler-Secrets-A", "", false},
 		{"X-Antler-Thread-Id", "", false},
-		{"X-Antler-ſecret-A", "", false}, // U+017F folds to s, but no canonical key has it
+		{"X-Antler-ſecret-A", "", false},   // U+017F folds to s, but no canonical key has it
 		{"x-antler-secret-a b", "", false}, // not a token: net/http leaves it as is
 		{"Authorization", "", false},
 	} {
