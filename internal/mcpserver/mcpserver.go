@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -191,13 +192,10 @@ type Server struct {
 	implementationJSON json.RawMessage
 	modernPrefix       []byte
 
+	// syncMu serializes syncs; synced is the last one's outcome, read
+	// without the lock by every call whose tool set has not changed.
 	syncMu sync.Mutex
-	synced *toolcache.ToolSet
-	// plain are the names of the synced set's tools a plain call of which
-	// the door answers itself (fastcall.go).
-	plain map[string]bool
-	// syncedTasks is whether the host tools were listed at the last sync.
-	syncedTasks bool
+	synced atomic.Pointer[syncedSet]
 
 	interval   time.Duration
 	startWatch sync.Once
@@ -373,10 +371,14 @@ func (s *Server) syncToolSet(ctx context.Context) (*toolcache.ToolSet, map[strin
 		return nil, nil
 	}
 	running := s.tasks.Running()
+	if cur := s.synced.Load(); cur.is(snap, running) {
+		return snap, cur.plain
+	}
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	if snap == s.synced && running == s.syncedTasks {
-		return snap, s.plain
+	last := s.synced.Load()
+	if last.is(snap, running) {
+		return snap, last.plain
 	}
 	tools := append(append([]toolcache.Tool{}, snap.Tools...), s.tasks.Listed()...)
 	served := make([]server.ServerTool, 0, len(tools))
@@ -407,11 +409,29 @@ func (s *Server) syncToolSet(ctx context.Context) (*toolcache.ToolSet, map[strin
 		}
 	}
 	s.mcp.SetTools(served...)
-	if s.synced != nil && snap != s.synced {
+	if last != nil && snap != last.snap {
 		s.listsChanged()
 	}
-	s.synced, s.syncedTasks, s.plain = snap, running, plain
+	// Published once mcp-go serves the tools: a call that finds it synced
+	// finds them.
+	s.synced.Store(&syncedSet{snap: snap, tasks: running, plain: plain})
 	return snap, plain
+}
+
+// syncedSet is what a sync gave mcp-go: the tool set, whether the host
+// tools were listed, and the names of the set's tools a plain call of which
+// the door answers itself (fastcall.go). It is never changed once
+// published.
+type syncedSet struct {
+	snap  *toolcache.ToolSet
+	tasks bool
+	plain map[string]bool
+}
+
+// is reports whether s is the sync of snap with the host tools listed or
+// not (running); false for nil.
+func (s *syncedSet) is(snap *toolcache.ToolSet, running bool) bool {
+	return s != nil && s.snap == snap && s.tasks == running
 }
 
 // Tool is a REST-listed tool as MCP lists it: the same name and
