@@ -176,17 +176,7 @@ func TestSessionEndCancelsItsCalls(t *testing.T) {
 		_, _ = c.CallTool(h.ctx(), req)
 	}()
 	h.recorded(t, "started "+tag)
-	req, _ := http.NewRequestWithContext(h.ctx(), http.MethodDelete, h.url+"/mcp", nil)
-	req.Header.Set(server.HeaderKeySessionID, c.GetSessionId())
-	req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("DELETE: %d", resp.StatusCode)
-	}
+	endSession(t, h.url, "", c)
 	h.recorded(t, "cancelled "+tag)
 }
 

@@ -144,11 +144,14 @@ func TestEndedSessionReleasesItsStdioSubscription(t *testing.T) {
 }
 
 // endSession ends c's MCP session with DELETE /mcp as the owner of key
-// (mcp-go's client sends its DELETE without the key's header).
+// ("": a host without keys; mcp-go's client sends its DELETE without the
+// key's header).
 func endSession(t *testing.T, url, key string, c *client.Client) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodDelete, url+"/mcp", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
 	req.Header.Set("Mcp-Session-Id", c.GetSessionId())
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	resp, err := http.DefaultClient.Do(req)
