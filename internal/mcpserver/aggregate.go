@@ -1217,7 +1217,8 @@ func (s *Server) send(ctx context.Context, snap *toolcache.ToolSet, call dispatc
 }
 
 // release ends upstream, in the background, the subscriptions a departed
-// session was the last to hold, acting as the user who made each (without
+// session was the last to hold (at its end, or when a subscribe of it
+// returned after it), acting as the user who made each (without
 // per-request secrets, which are never kept), on the connection that holds
 // them only: a stdio process that has ended (its thread retired with the
 // session, or idled out) is not started again to be told, nor a shared
@@ -1316,8 +1317,9 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 		err := s.sendSubscription(sctx, snap, call, srv, method, r.name)
 		if live, left := s.agg.subscribed(k, session, sub, err == nil); !live && left == 0 && err == nil {
 			// The session ended while its subscribe was on the way and no
-			// one else holds the subscription: take it back.
-			_ = s.sendSubscription(sctx, snap, call, srv, string(mcp.MethodResourcesUnsubscribe), r.name)
+			// one else holds the subscription: take it back, as its other
+			// subscriptions were at its end (once this change is done).
+			s.release([]orphan{{k, sub}})
 		}
 		return
 	}

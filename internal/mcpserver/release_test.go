@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -29,14 +30,27 @@ import (
 // subscribable resource (see TestMain and serveWatchUpstream).
 const watchUpstreamArg = "antler-watch-upstream"
 
-// serveWatchUpstream serves, on stdio, the resource relay://watched (and a
-// tool, noop, as a server needs one to be discovered),
-// appending to record a "serving" line when it starts and a
+// serveWatchUpstream serves, on stdio, the resources relay://watched and
+// relay://gated (and a tool, noop, as a server needs one to be
+// discovered), appending to record a "serving" line when it starts and a
 // "subscribed <uri>" or "unsubscribed <uri>" line for each change of its
-// subscriptions.
+// subscriptions. A subscribe to relay://gated records "subscribing
+// relay://gated" and waits for the file record+".open".
 func serveWatchUpstream(record string) {
 	note := recorder(record)
 	hooks := &server.Hooks{}
+	hooks.AddBeforeSubscribe(func(_ context.Context, _ any, r *mcp.SubscribeRequest) {
+		if r.Params.URI != "relay://gated" {
+			return
+		}
+		note("subscribing " + r.Params.URI)
+		for {
+			if _, err := os.Stat(record + ".open"); err == nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
 	hooks.AddAfterSubscribe(func(_ context.Context, _ any, r *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		note("subscribed " + r.Params.URI)
 	})
@@ -46,6 +60,9 @@ func serveWatchUpstream(record string) {
 	srv := server.NewMCPServer("watchup", "1", server.WithResourceCapabilities(true, false), server.WithHooks(hooks))
 	srv.AddResource(mcp.NewResource("relay://watched", "watched"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "relay://watched", Text: "watched"}}, nil
+	})
+	srv.AddResource(mcp.NewResource("relay://gated", "gated"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: "relay://gated", Text: "gated"}}, nil
 	})
 	srv.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("noop"), nil
@@ -91,27 +108,32 @@ func TestEndedSessionReleasesItsStdioSubscription(t *testing.T) {
 		}
 		return n
 	}
-	subscribe := func(headers map[string]string) *client.Client {
+	session := func(headers map[string]string) *client.Client {
 		headers["Authorization"] = "Bearer ka"
-		c := h.client("2025-11-25", "", transport.WithHTTPHeaders(headers))
+		return h.client("2025-11-25", "", transport.WithHTTPHeaders(headers))
+	}
+	// uriOf is the URI the door lists the resource name under.
+	uriOf := func(c *client.Client, name string) string {
 		list, err := c.ListResources(h.ctx(), mcp.ListResourcesRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		uri := ""
 		for _, r := range list.Resources {
-			if r.Name == "watched" {
-				uri = r.URI
+			if r.Name == name {
+				return r.URI
 			}
 		}
-		if uri == "" {
-			t.Fatalf("relay://watched is not listed: %+v", list.Resources)
-		}
-		if err := c.Subscribe(h.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}); err != nil {
+		t.Fatalf("%s is not listed: %+v", name, list.Resources)
+		return ""
+	}
+	subscribe := func(headers map[string]string) *client.Client {
+		c := session(headers)
+		if err := c.Subscribe(h.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uriOf(c, "watched")}}); err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
+	released := func() int { return strings.Count(logs.String(), "MCP subscription of an ended session") }
 
 	// A named thread's process outlives the session: it is told.
 	named := subscribe(map[string]string{mcpserver.HeaderThreadID: "shared"})
@@ -129,9 +151,7 @@ func TestEndedSessionReleasesItsStdioSubscription(t *testing.T) {
 	eventually.True(t, "the session's own process to subscribe", func() bool { return lines("subscribed relay://watched") == 2 })
 	started = lines("serving")
 	endSession(t, h.url, "ka", own)
-	eventually.True(t, "the release of the session's subscription", func() bool {
-		return strings.Count(logs.String(), "MCP subscription of an ended session") == 2
-	})
+	eventually.True(t, "the release of the session's subscription", func() bool { return released() == 2 })
 	if !strings.Contains(logs.String(), "MCP subscription of an ended session left: its connection is gone") {
 		t.Error("the release did not find the retired thread's process gone")
 	}
@@ -140,6 +160,24 @@ func TestEndedSessionReleasesItsStdioSubscription(t *testing.T) {
 	}
 	if n := lines("unsubscribed relay://watched"); n != 1 {
 		t.Errorf("%d unsubscribes recorded, want the named thread's only", n)
+	}
+
+	// A subscribe still at the server when its session ends is taken back
+	// only where it went: that process is retired with the session's
+	// thread, and no new one starts to hear the unsubscribe.
+	late := session(map[string]string{})
+	gated := uriOf(late, "gated")
+	go func() { _ = late.Subscribe(h.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: gated}}) }()
+	h.recorded(t, "subscribing relay://gated")
+	started = lines("serving")
+	endSession(t, h.url, "ka", late)
+	if err := os.WriteFile(record+".open", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.recorded(t, "subscribed relay://gated")
+	eventually.True(t, "the late subscribe to be taken back", func() bool { return released() == 3 })
+	if n := lines("serving"); n != started {
+		t.Errorf("taking back the late subscribe started %d processes for a retired thread", n-started)
 	}
 }
 
