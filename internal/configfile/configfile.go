@@ -28,9 +28,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/antler-mcp/antler/internal/keylock"
 )
 
 // File guards one config file path: an in-process mutex plus an advisory exclusive
@@ -208,7 +209,7 @@ func (f *File) lock(ctx context.Context, create bool) (unlock func(), target str
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(lockPath)); err == nil {
 		key = filepath.Join(dir, filepath.Base(lockPath))
 	}
-	release, err := pathLocks.acquire(ctx, key)
+	release, err := pathLocks.Lock(ctx, key)
 	if err != nil {
 		return nil, "", err
 	}
@@ -299,47 +300,4 @@ var errNoSidecar = errors.New("no lock file")
 
 // pathLocks is the process's one table of in-process locks, keyed by sidecar
 // path, so every File for one target shares a single mutex.
-var pathLocks = &lockTable{locks: map[string]*pathLock{}}
-
-// lockTable hands out one mutex per key, dropping a key's entry when nobody
-// holds or waits for it.
-type lockTable struct {
-	mu    sync.Mutex
-	locks map[string]*pathLock
-}
-
-type pathLock struct {
-	sem  chan struct{} // capacity 1: a mutex whose wait can be abandoned
-	refs int           // holders plus waiters; guarded by lockTable.mu
-}
-
-// acquire waits for key's mutex or for ctx to be done.
-func (t *lockTable) acquire(ctx context.Context, key string) (release func(), err error) {
-	t.mu.Lock()
-	l := t.locks[key]
-	if l == nil {
-		l = &pathLock{sem: make(chan struct{}, 1)}
-		t.locks[key] = l
-	}
-	l.refs++
-	t.mu.Unlock()
-
-	drop := func() {
-		t.mu.Lock()
-		l.refs--
-		if l.refs == 0 {
-			delete(t.locks, key)
-		}
-		t.mu.Unlock()
-	}
-	select {
-	case l.sem <- struct{}{}:
-	case <-ctx.Done():
-		drop()
-		return nil, ctx.Err()
-	}
-	return func() {
-		<-l.sem
-		drop()
-	}, nil
-}
+var pathLocks = &keylock.Table[string]{}

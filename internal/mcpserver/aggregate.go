@@ -35,6 +35,7 @@ import (
 
 	"github.com/antler-mcp/antler/internal/config"
 	"github.com/antler-mcp/antler/internal/dispatch"
+	"github.com/antler-mcp/antler/internal/keylock"
 	"github.com/antler-mcp/antler/internal/toolcache"
 	"github.com/antler-mcp/antler/internal/upstream"
 )
@@ -145,7 +146,7 @@ type aggregate struct {
 	gone       map[string]bool
 	// subSend serializes the subscription changes forwarded upstream, one
 	// upstream resource at a time (a slow server delays only its own).
-	subSend keyedMutex
+	subSend keylock.Table[subKey]
 }
 
 // subscriber is one session's subscription: the URI as that session knows
@@ -283,39 +284,12 @@ func (a *aggregate) remembered() (int, int) {
 	return a.lru.Len(), a.bytes
 }
 
-// keyedMutex is a mutex per subKey, held only while in use.
-type keyedMutex struct {
-	mu sync.Mutex
-	m  map[subKey]*keyedEntry
-}
-
-type keyedEntry struct {
-	sync.Mutex
-	users int // holders and waiters
-}
-
-// lock locks k's mutex and returns its unlock.
-func (km *keyedMutex) lock(k subKey) (unlock func()) {
-	km.mu.Lock()
-	if km.m == nil {
-		km.m = map[subKey]*keyedEntry{}
-	}
-	e := km.m[k]
-	if e == nil {
-		e = &keyedEntry{}
-		km.m[k] = e
-	}
-	e.users++
-	km.mu.Unlock()
-	e.Lock()
-	return func() {
-		e.Unlock()
-		km.mu.Lock()
-		if e.users--; e.users == 0 {
-			delete(km.m, k)
-		}
-		km.mu.Unlock()
-	}
+// lockSubscription takes k's turn to change its subscription upstream and
+// returns its release (the wait has no end but the turn: each change is
+// bounded by its request's timeout).
+func (a *aggregate) lockSubscription(k subKey) (unlock func()) {
+	unlock, _ = a.subSend.Lock(context.Background(), k)
+	return unlock
 }
 
 // subscribe records (or, with on false, drops) session's subscription,
@@ -1237,7 +1211,7 @@ func (s *Server) release(orphans []orphan) {
 
 // releaseOne ends o upstream unless a session has subscribed to it again.
 func (s *Server) releaseOne(o orphan) {
-	defer s.agg.subSend.lock(o.key)()
+	defer s.agg.lockSubscription(o.key)()
 	if s.agg.holders(o.key) > 0 {
 		return
 	}
@@ -1295,7 +1269,7 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 		// One change at a time, so the last unsubscribe and a new
 		// subscribe to the same resource reach the upstream in the order
 		// they were decided.
-		defer s.agg.subSend.lock(k)()
+		defer s.agg.lockSubscription(k)()
 		// The change runs to its answer even if the session ends on the
 		// way (only the host's end stops it): interrupted, it would leave
 		// unknown whether the upstream holds the subscription.
