@@ -82,7 +82,7 @@ var callFieldNames = [...]string{"arguments", "thread_id", "user_id", "secrets"}
 // it: each is the last value given for it, a slice of body, or nil. Any
 // other body is not ok, and ParseCallRequest decodes it to say what is wrong.
 func scanCallFields(body []byte) (fields [len(callFieldNames)]json.RawMessage, ok bool) {
-	if !json.Valid(body) {
+	if !jsonscan.Valid(body) {
 		return fields, false
 	}
 	ok = jsonscan.Members(body, func(key, value []byte) bool {

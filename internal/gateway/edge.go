@@ -197,11 +197,6 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-const (
-	bodyKey   = "edge.body"
-	streamKey = "edge.stream"
-)
-
 // deadlines bounds one request's body read and response write per request,
 // through the connection, instead of server-wide: a server-wide read
 // timeout would cancel a long call or an event stream once it passed, and
@@ -216,7 +211,7 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 		// (a "100 Continue" is written before this response starts).
 		_ = rc.SetWriteDeadline(time.Time{})
 		c.Response().Before(func() {
-			if c.Get(streamKey) == nil {
+			if _, stream := c.Response().Writer.(*streamWriter); !stream {
 				_ = rc.SetWriteDeadline(time.Now().Add(s.http.WriteTimeout))
 			}
 		})
@@ -243,7 +238,6 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 			return apierror.New(http.StatusBadRequest, "could not read the request body")
 		}
 		req.Body = newReadBody(body)
-		c.Set(bodyKey, body)
 		return next(c)
 	}
 }
@@ -286,6 +280,15 @@ func (*readBody) Close() error { return nil }
 // it reports false and the rest is what Read returns.
 func (b *readBody) Unread() ([]byte, bool) { return b.whole, int64(b.Len()) == b.Size() }
 
+// readBodyOf is the whole body the edge read for c's request, however much
+// of it a handler has read since; false when the edge read none (no body).
+func readBodyOf(c echo.Context) ([]byte, bool) {
+	if b, ok := c.Request().Body.(*readBody); ok {
+		return b.whole, true
+	}
+	return nil, false
+}
+
 // callLimit caps one user's tool calls in flight. An internal principal's
 // call counts against the user it names in user_id, so one backend serving
 // many users is limited per user, not as one.
@@ -293,7 +296,7 @@ func (s *Server) callLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p := principalFrom(c)
 		user := p.User
-		if body, ok := c.Get(bodyKey).([]byte); ok && p.Role == settings.RoleInternal {
+		if body, ok := readBodyOf(c); ok && p.Role == settings.RoleInternal {
 			var b struct {
 				UserID string `json:"user_id"`
 			}
@@ -315,7 +318,6 @@ func (s *Server) callLimit(next echo.HandlerFunc) echo.HandlerFunc {
 // as its tool call and relays progress meanwhile.
 func (s *Server) streamWrites(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.Set(streamKey, true)
 		w := c.Response()
 		w.Writer = &streamWriter{ResponseWriter: w.Writer, rc: http.NewResponseController(w.Writer), timeout: s.http.WriteTimeout}
 		return next(c)

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"regexp"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -107,6 +106,8 @@ type Server struct {
 	// allowedHost is the last Host header hostAllowed accepted: the edge's
 	// rules never change, so the same value is accepted again at once.
 	allowedHost atomic.Pointer[string]
+	// requestIDs numbers the requests that bring no X-Request-ID.
+	requestIDs requestIDs
 }
 
 // corsAllowHeaders are the request headers an allowed page may send to the
@@ -124,6 +125,7 @@ func New(opts Options) *Server {
 		s.admin = configadmin.New(configadmin.Options{Tools: opts.Cache, Logger: log})
 	}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
+	s.requestIDs.init()
 	s.http = opts.HTTP.withDefaults()
 	var edgeErrs []error
 	if s.edge, edgeErrs = newEdge(s.http); len(edgeErrs) > 0 { // settings validate these; an embedder's typo matches nothing
@@ -300,27 +302,65 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	return nil
 }
 
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+// requestIDs makes the X-Request-ID of a request that brings none: a
+// random prefix per process and a counter, 24 hex digits. An id names a
+// request in the logs and is no secret, so it costs no random read per
+// request, and is still unique across restarts.
+type requestIDs struct {
+	prefix [12]byte // 6 random bytes in hex
+	n      atomic.Uint64
+}
+
+// init draws the process's prefix.
+func (r *requestIDs) init() {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	hex.Encode(r.prefix[:], b[:])
+}
+
+// next is a new id.
+func (r *requestIDs) next() string {
+	var b [24]byte
+	copy(b[:], r.prefix[:])
+	n := r.n.Add(1)
+	for i := len(b) - 1; i >= len(r.prefix); i-- {
+		b[i] = "0123456789abcdef"[n&0xf]
+		n >>= 4
+	}
+	return string(b[:])
+}
+
+// wellFormedRequestID reports whether a caller's X-Request-ID is kept: 1 to
+// 64 letters, digits, '.', '_' or '-' (nothing a log line would misread).
+func wellFormedRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // requestID takes a well-formed X-Request-ID from the caller or makes one,
-// echoes it, and keeps it in the Echo context for the gateway's logs.
+// and echoes it; the gateway's logs read it from the answer's header.
 func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get(echo.HeaderXRequestID)
-		if !requestIDPattern.MatchString(id) {
-			var b [12]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+		if !wellFormedRequestID(id) {
+			id = s.requestIDs.next()
 		}
-		c.Response().Header().Set(echo.HeaderXRequestID, id)
-		c.Set("request_id", id)
+		c.Response().Header()[echo.HeaderXRequestID] = []string{id}
 		return next(c)
 	}
 }
 
 func requestIDFrom(c echo.Context) string {
-	id, _ := c.Get("request_id").(string)
-	return id
+	return c.Response().Header().Get(echo.HeaderXRequestID)
 }
 
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
@@ -354,8 +394,6 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-const principalKey = "principal"
-
 // authenticate resolves the caller. With no keys configured, only loopback
 // peers are served, whatever address the listener has.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
@@ -370,15 +408,16 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="antler"`)
 			return apierror.Wrap(err, http.StatusUnauthorized, "%s", err.Error())
 		}
-		c.Set(principalKey, p)
 		req := c.Request()
 		c.SetRequest(req.WithContext(principal.NewContext(req.Context(), p)))
 		return next(c)
 	}
 }
 
+// principalFrom is the principal authenticate put in c's request context
+// (the zero principal before it ran).
 func principalFrom(c echo.Context) principal.Principal {
-	p, _ := c.Get(principalKey).(principal.Principal)
+	p, _ := principal.FromContext(c.Request().Context())
 	return p
 }
 

@@ -118,7 +118,7 @@ func answerREST(c echo.Context, name string, raw json.RawMessage, err error) err
 
 // requestBody is the body deadlines read already, or what is left to read.
 func requestBody(c echo.Context) ([]byte, error) {
-	if body, ok := c.Get(bodyKey).([]byte); ok {
+	if body, ok := readBodyOf(c); ok {
 		return body, nil
 	}
 	return io.ReadAll(c.Request().Body)

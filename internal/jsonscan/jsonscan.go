@@ -1,8 +1,8 @@
-// Package jsonscan reads the top-level members of a JSON object, or the
-// elements of an array, that is
-// already known to be valid (json.Valid) without decoding it: the hot
-// paths that only need to find a few members (a REST call's body, a
-// server's reply line) use it instead of a reflective decode.
+// Package jsonscan checks JSON (Valid, as encoding/json's) and reads the
+// top-level members of an object, or the elements of an array, that is
+// already known to be valid without decoding it: the hot paths that only
+// need to find a few members (a REST call's body, a server's reply line)
+// use it instead of a reflective decode.
 package jsonscan
 
 // Members calls visit with the key and value of each member of body, a

@@ -517,7 +517,7 @@ func (s *Server) fanOut(k changeKey) {
 		s.mcp.SendNotificationToAllClients(k.method, nil)
 		return
 	}
-	for _, session := range s.owners.ofUser(k.user) {
+	for _, session := range s.sessions.ofUser(k.user) {
 		if err := s.mcp.SendNotificationToSpecificClient(session, k.method, nil); err != nil {
 			s.log.Debug("MCP list change not delivered", "error", err.Error())
 		}

@@ -1,33 +1,18 @@
 package mcpserver
 
 import (
-	"context"
-	"sync"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
-
-// clientSessions are mcp-go's registered sessions by id: notify needs one
-// to send a notification whose _meta survives (mcp-go's
-// SendNotificationToSpecificClient puts every param in AdditionalFields,
-// whose "_meta" its NotificationParams.MarshalJSON drops).
-type clientSessions struct{ by sync.Map }
-
-func (c *clientSessions) hook(hooks *server.Hooks) {
-	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { c.by.Store(cs.SessionID(), cs) })
-	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { c.by.CompareAndDelete(cs.SessionID(), cs) })
-}
 
 // notify sends a notification to one session, params["_meta"] as its
 // _meta; it is dropped (server.ErrNotificationChannelBlocked) when the
 // session has no open stream and its queue is full.
 func (s *Server) notify(sessionID, method string, params map[string]any) error {
-	v, ok := s.clients.by.Load(sessionID)
-	if !ok {
+	cs := s.sessions.clientOf(sessionID)
+	if cs == nil {
 		return server.ErrSessionNotFound
 	}
-	cs := v.(server.ClientSession)
 	if !cs.Initialized() {
 		return server.ErrSessionNotInitialized
 	}

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -11,53 +10,15 @@ import (
 	"github.com/antler-mcp/antler/internal/principal"
 )
 
-// lifetimes are the sessions' lives: a request of a session-based revision
-// (2024-11-05…2025-11-25) is handled in its session's life, not its HTTP
-// request's, because the spec reads a dropped connection as nothing more
-// than that (the client resumes with Last-Event-ID and is redelivered the
-// result from the event store). Such a call still ends on
-// notifications/cancelled (mcp-go cancels below this context), on the
-// session's end (DELETE, idle expiry, Close) and on tool_call_timeout (the
-// call path's own deadline). A 2026-07-28 request has no session: closing
-// it is its cancellation, so it keeps its request's context.
-type lifetimes struct {
-	mu     sync.Mutex
-	parent context.Context
-	by     map[string]lifetime
-}
-
-type lifetime struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-func newLifetimes(parent context.Context) *lifetimes {
-	return &lifetimes{parent: parent, by: map[string]lifetime{}}
-}
-
-// of is session id's life, begun on first use.
-func (l *lifetimes) of(id string) context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lt, ok := l.by[id]
-	if !ok {
-		ctx, cancel := context.WithCancel(l.parent)
-		lt = lifetime{ctx, cancel}
-		l.by[id] = lt
-	}
-	return lt.ctx
-}
-
-// end cancels session id's life and everything still running in it.
-func (l *lifetimes) end(id string) {
-	l.mu.Lock()
-	lt, ok := l.by[id]
-	delete(l.by, id)
-	l.mu.Unlock()
-	if ok {
-		lt.cancel()
-	}
-}
+// A request of a session-based revision (2024-11-05…2025-11-25) is handled
+// in its session's life (session.life), not its HTTP request's, because the
+// spec reads a dropped connection as nothing more than that (the client
+// resumes with Last-Event-ID and is redelivered the result from the event
+// store). Such a call still ends on notifications/cancelled (mcp-go cancels
+// below this context), on the session's end (DELETE, idle expiry, Close)
+// and on tool_call_timeout (the call path's own deadline). A 2026-07-28
+// request has no session: closing it is its cancellation, so it keeps its
+// request's context.
 
 // streamableContext is mcp-go's HTTP context function for streamable HTTP:
 // withCaller's, and for a request of a live session of the caller's, the
@@ -70,15 +31,16 @@ func (s *Server) streamableContext(ctx context.Context, r *http.Request) context
 	if !ok || cs == nil || cs.SessionID() == "" || cs.SessionID() != id {
 		return ctx // 2026-07-28 (mcp-go's ephemeral session has no id), or initialize
 	}
-	life := s.lives.of(id)
-	if !s.owners.owns(id, p) {
-		// The session ended between mcp-go's check and here: its life
-		// must not outlive it.
-		s.lives.end(id)
-	} else {
-		s.fast.seen(id) // mcp-go reset the session's idle clock
+	e := s.sessions.owned(id, p)
+	if e == nil {
+		// The session ended between mcp-go's check and here: the request
+		// runs in its life, ended.
+		ended, end := context.WithCancel(context.Background())
+		end()
+		return bindToSession(ctx, ended)
 	}
-	return bindToSession(ctx, life)
+	e.seen() // mcp-go reset the session's idle clock
+	return bindToSession(ctx, e.life)
 }
 
 // sessionBound carries a request's values and its session's cancellation.

@@ -11,8 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -177,44 +175,8 @@ func plainString(value []byte, dst *string) bool {
 	return true
 }
 
-// fastState is the door's bookkeeping for the calls it answers itself.
-type fastState struct {
-	// touched is when mcp-go last saw a request of each session.
-	touched sync.Map // session id → *atomic.Int64 (unix nanoseconds)
-	// inflight cancels a running call on notifications/cancelled.
-	inflight sync.Map // inflightKey → *context.CancelFunc
-}
-
-// seen records that mcp-go handled a request of session id.
-func (f *fastState) seen(id string) {
-	now := time.Now().UnixNano()
-	v, ok := f.touched.Load(id)
-	if !ok {
-		v, _ = f.touched.LoadOrStore(id, new(atomic.Int64))
-	}
-	v.(*atomic.Int64).Store(now)
-}
-
-// fresh reports whether mcp-go saw a request of session id within d.
-func (f *fastState) fresh(id string, d time.Duration) bool {
-	v, ok := f.touched.Load(id)
-	return ok && time.Since(time.Unix(0, v.(*atomic.Int64).Load())) < d
-}
-
-func inflightKey(sessionID string, id json.RawMessage) string {
-	return sessionID + "\x00" + string(bytes.TrimSpace(id))
-}
-
-// cancelled cancels the call a notifications/cancelled names, if the door
-// runs it; mcp-go still gets the notification for its own calls.
-func (f *fastState) cancelled(sessionID string, requestID json.RawMessage) {
-	if sessionID == "" || len(requestID) == 0 {
-		return
-	}
-	if cancel, ok := f.inflight.Load(inflightKey(sessionID, requestID)); ok {
-		(*cancel.(*context.CancelFunc))()
-	}
-}
+// callKey is a JSON-RPC id as the door keys its calls by (session.track).
+func callKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
 
 // plainID reports whether a JSON-RPC id is a string or an integer that
 // mcp-go echoes as sent (it decodes ids into float64: a fraction, an
@@ -244,8 +206,9 @@ func declaresServerRequests(caps mcp.ClientCapabilities) bool {
 
 // serveCall answers a plain tools/call and reports whether it did; a POST
 // it leaves is untouched (its body put back) for the task pre-handler and
-// mcp-go.
-func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID string) bool {
+// mcp-go. sess is the caller's session sessionID names (nil for none, or
+// for a 2026-07-28 request, whose id is unchecked).
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID string, sess *session) bool {
 	if r.Method != http.MethodPost || s.cache == nil {
 		return false
 	}
@@ -262,7 +225,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		}
 	}
 	var msg callMessage
-	if !json.Valid(body) {
+	if !jsonscan.Valid(body) {
 		return false
 	}
 	if !readCallMessage(body, &msg) {
@@ -279,8 +242,10 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		// Only the session's owner cancels its calls: a 2026-07-28 request
 		// reaches here with any session id unchecked (that revision has no
 		// sessions), so ownership is checked here too.
-		if pr, ok := principal.FromContext(r.Context()); ok && s.owners.owns(sessionID, pr) {
-			s.fast.cancelled(sessionID, p.RequestID)
+		if pr, ok := principal.FromContext(r.Context()); ok && sessionID != "" && len(p.RequestID) > 0 {
+			if e := s.sessions.owned(sessionID, pr); e != nil {
+				e.cancelled(callKey(p.RequestID))
+			}
 		}
 		return false
 	}
@@ -298,7 +263,6 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	version := p.Meta.ProtocolVersion()
 	modern := mcp.IsModernProtocol(header) || mcp.IsModernProtocol(version)
 	ctx := withCaller(r.Context(), r)
-	pr, _ := principal.FromContext(r.Context())
 	var cs server.ClientSession
 	if modern {
 		if header != version || r.Header.Get(mcp.HeaderLastEventID) != "" || !s.streamable.SupportsProtocolVersion(version) || !mcp.IsValidProtocolVersion(version) {
@@ -322,14 +286,14 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 			return false
 		}
 	} else {
-		if sessionID == "" || header != "" && !mcp.IsValidProtocolVersion(header) || !s.fast.fresh(sessionID, s.ttl/touchSlack) {
+		if sess == nil || header != "" && !mcp.IsValidProtocolVersion(header) || !sess.fresh(s.ttl/touchSlack) {
 			return false
 		}
-		v, ok := s.clients.by.Load(sessionID)
-		if !ok {
+		client := sess.client.Load()
+		if client == nil {
 			return false
 		}
-		cs = v.(server.ClientSession)
+		cs = *client
 		info, isInfo := cs.(server.SessionWithClientInfo)
 		if _, streamable := cs.(server.SessionWithStreamableHTTPConfig); !streamable || !isInfo || !cs.Initialized() ||
 			info.GetClientCapabilities().Elicitation != nil || len(cs.NotificationChannel()) > 0 {
@@ -344,12 +308,10 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		return false
 	}
 	if cs != nil {
-		life := s.lives.of(sessionID)
-		if !s.owners.owns(sessionID, pr) {
-			s.lives.end(sessionID)
+		if sess.life.Err() != nil {
 			return false // ended since: mcp-go answers it
 		}
-		s.runSessionCall(bindToSession(ctx, life), w, cs, sessionID, &msg, snap)
+		s.runSessionCall(bindToSession(ctx, sess.life), w, cs, sess, &msg, snap)
 		return true
 	}
 	s.runCall(ctx, w, nil, &msg, snap, modern)
@@ -359,13 +321,11 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 // runSessionCall is runCall for a call of a session-based revision, which
 // notifications/cancelled of its session ends. (Apart from serveCall, whose
 // many returns would keep its defers from being inlined.)
-func (s *Server) runSessionCall(ctx context.Context, w http.ResponseWriter, cs server.ClientSession, sessionID string, msg *callMessage, snap *toolcache.ToolSet) {
+func (s *Server) runSessionCall(ctx context.Context, w http.ResponseWriter, cs server.ClientSession, sess *session, msg *callMessage, snap *toolcache.ToolSet) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	key := inflightKey(sessionID, msg.ID)
-	held := &cancel
-	s.fast.inflight.Store(key, held)
-	defer s.fast.inflight.CompareAndDelete(key, held)
+	forget := sess.track(callKey(msg.ID), &cancel)
+	defer forget()
 	s.runCall(ctx, w, cs, msg, snap, false)
 }
 
@@ -519,7 +479,7 @@ func foldsTo(key []byte, names ...string) bool {
 // 2026-07-28 result gets the resultType and serverInfo mcp-go would add.
 func (s *Server) passThrough(raw json.RawMessage, modern bool) (json.RawMessage, bool) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '{' || !json.Valid(raw) {
+	if len(raw) < 2 || raw[0] != '{' || !jsonscan.Valid(raw) {
 		return nil, false
 	}
 	// The members are read as written, without decoding the result; a

@@ -166,7 +166,7 @@ type Server struct {
 	mcp        *server.MCPServer
 	streamable *server.StreamableHTTPServer
 	sse        *server.SSEServer
-	owners     *owners
+	sessions   *sessionTable
 	agg        *aggregate
 	// maxSessions caps one principal's streamable sessions.
 	maxSessions int
@@ -176,16 +176,8 @@ type Server struct {
 	rounds    rounds
 	// events are the streamable-HTTP streams' events, kept for resumption.
 	events *eventStore
-	// lives are the sessions' lifetimes, in which their requests run
-	// (detach.go).
-	lives *lifetimes
-	// clients are mcp-go's registered sessions (clientsessions.go).
-	clients clientSessions
-
-	// fast is the state of the calls the door answers itself (fastcall.go);
 	// ttl is the session idle TTL mcp-go applies.
-	fast fastState
-	ttl  time.Duration
+	ttl time.Duration
 	// implementation is the serverInfo of a 2026-07-28 result, and
 	// modernPrefix the members mcp-go adds to one, ready to splice.
 	implementation     mcp.Implementation
@@ -222,7 +214,7 @@ func New(opts Options) *Server {
 	if maxEvents <= 0 {
 		maxEvents = DefaultMaxEventsPerSession
 	}
-	s := &Server{cache: opts.Cache, tasks: tasktools.New(opts.Tasks, log), log: log, calls: opts.CallSlots, owners: newOwners(), agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
+	s := &Server{cache: opts.Cache, tasks: tasktools.New(opts.Tasks, log), log: log, calls: opts.CallSlots, agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}
@@ -240,7 +232,7 @@ func New(opts Options) *Server {
 		s.rounds.max = DefaultMaxRoundsPerPrincipal
 	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
-	s.lives = newLifetimes(s.watchCtx)
+	s.sessions = newSessionTable(s.watchCtx)
 	if opts.Tasks != nil {
 		s.spec = newSpecTasks(s.watchCtx, spectask.New(opts.Tasks, log), s.notify, s.maxSessions)
 		s.spec.inputTimeout = opts.TaskInputTimeout
@@ -258,10 +250,8 @@ func New(opts Options) *Server {
 	hooks.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) { s.sync(ctx) })
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { s.sync(ctx) })
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
+	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.sessions.registered(cs) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
-	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.lives.end(cs.SessionID()) })
-	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.fast.touched.Delete(cs.SessionID()) })
-	s.clients.hook(hooks)
 	hooks.AddOnRequestInitialization(refuseBadToolCursor)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
@@ -285,7 +275,7 @@ func New(opts Options) *Server {
 	// would refuse the allowed_hosts a reverse proxy forwards.
 	s.streamable = server.NewStreamableHTTPServer(s.mcp,
 		server.WithDisableLocalhostProtection(true),
-		server.WithSessionIdManagerResolver(resolver{s.owners}),
+		server.WithSessionIdManagerResolver(resolver{s.sessions}),
 		server.WithHTTPContextFunc(s.streamableContext),
 		server.WithEventStore(s.events),
 		server.WithSessionIdleTTL(ttl),
@@ -301,7 +291,7 @@ func New(opts Options) *Server {
 			if !ok {
 				return "", errUnauthenticated
 			}
-			return s.owners.mint(p), nil
+			return s.sessions.mint(p), nil
 		}),
 	)
 	s.interval = opts.WatchInterval

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -16,67 +18,161 @@ import (
 	"github.com/antler-mcp/antler/internal/principal"
 )
 
-// owners binds every MCP session id to the principal that opened it: a
-// session id is a handle, not a credential, so a request naming another
-// principal's session is answered as if the session did not exist.
-type owners struct {
-	mu  sync.Mutex
-	by  map[string]principal.Principal
-	per map[principal.Principal]int
+// sessionTable is the door's record of every MCP session, by id: the
+// principal that opened it (a session id is a handle, not a credential, so
+// a request naming another principal's session is answered as if the
+// session did not exist), and what the door keeps for it while it lives
+// (session). A request finds all of it with one lookup.
+type sessionTable struct {
+	// parent is the context the sessions' lives are made under.
+	parent context.Context
+	mu     sync.RWMutex
+	by     map[string]*session
+	per    map[principal.Principal]int
 }
 
-func newOwners() *owners {
-	return &owners{by: map[string]principal.Principal{}, per: map[principal.Principal]int{}}
+// session is one MCP session's record. Its owner and life are set when it
+// is minted and never change; its life ends when it is removed.
+type session struct {
+	owner principal.Principal
+	// life is the context the session's requests run in (detach.go).
+	life   context.Context
+	cancel context.CancelFunc
+	// touched is when mcp-go last handled a request of the session (unix
+	// nanoseconds): its idle sweeper knows only its own requests.
+	touched atomic.Int64
+	// client is mcp-go's session once registered (nil before).
+	client atomic.Pointer[server.ClientSession]
+
+	mu sync.Mutex
+	// inflight cancels the door's own calls (fastcall.go) on
+	// notifications/cancelled, by JSON-RPC id as sent.
+	inflight map[string]*context.CancelFunc
+}
+
+func newSessionTable(parent context.Context) *sessionTable {
+	return &sessionTable{parent: parent, by: map[string]*session{}, per: map[principal.Principal]int{}}
 }
 
 // mint makes a new session id owned by p.
-func (o *owners) mint(p principal.Principal) string {
+func (t *sessionTable) mint(p principal.Principal) string {
 	id := newSessionID()
-	o.mu.Lock()
-	o.by[id] = p
-	o.per[p]++
-	o.mu.Unlock()
+	e := &session{owner: p}
+	e.life, e.cancel = context.WithCancel(t.parent)
+	t.mu.Lock()
+	t.by[id] = e
+	t.per[p]++
+	t.mu.Unlock()
 	return id
 }
 
-// held is the number of live sessions p owns.
-func (o *owners) held(p principal.Principal) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.per[p]
+// get is live session id's record, or nil.
+func (t *sessionTable) get(id string) *session {
+	t.mu.RLock()
+	e := t.by[id]
+	t.mu.RUnlock()
+	return e
+}
+
+// owned is id's record when it is a live session of p, or nil.
+func (t *sessionTable) owned(id string, p principal.Principal) *session {
+	if e := t.get(id); e != nil && e.owner == p {
+		return e
+	}
+	return nil
 }
 
 // owns reports whether id is a live session of p.
-func (o *owners) owns(id string, p principal.Principal) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	owner, ok := o.by[id]
-	return ok && owner == p
+func (t *sessionTable) owns(id string, p principal.Principal) bool { return t.owned(id, p) != nil }
+
+// held is the number of live sessions p owns.
+func (t *sessionTable) held(p principal.Principal) int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.per[p]
 }
 
 // ofUser are the live sessions of user's principals.
-func (o *owners) ofUser(user string) []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+func (t *sessionTable) ofUser(user string) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	var ids []string
-	for id, p := range o.by {
-		if p.User == user {
+	for id, e := range t.by {
+		if e.owner.User == user {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-func (o *owners) remove(id string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	p, ok := o.by[id]
-	if !ok {
-		return
+// remove forgets session id and ends its life, and with it every request
+// still running in it.
+func (t *sessionTable) remove(id string) {
+	t.mu.Lock()
+	e, ok := t.by[id]
+	if ok {
+		delete(t.by, id)
+		if t.per[e.owner]--; t.per[e.owner] <= 0 {
+			delete(t.per, e.owner)
+		}
 	}
-	delete(o.by, id)
-	if o.per[p]--; o.per[p] <= 0 {
-		delete(o.per, p)
+	t.mu.Unlock()
+	if ok {
+		e.cancel()
+	}
+}
+
+// registered records mcp-go's session for its id, once mcp-go has
+// registered it; an id not minted here (or already ended) is ignored.
+func (t *sessionTable) registered(cs server.ClientSession) {
+	if e := t.get(cs.SessionID()); e != nil {
+		e.client.Store(&cs)
+	}
+}
+
+// clientOf is mcp-go's registered session of id, or nil.
+func (t *sessionTable) clientOf(id string) server.ClientSession {
+	if e := t.get(id); e != nil {
+		if cs := e.client.Load(); cs != nil {
+			return *cs
+		}
+	}
+	return nil
+}
+
+// seen records that mcp-go handled a request of the session.
+func (e *session) seen() { e.touched.Store(time.Now().UnixNano()) }
+
+// fresh reports whether mcp-go handled a request of the session within d.
+func (e *session) fresh(d time.Duration) bool {
+	return time.Since(time.Unix(0, e.touched.Load())) < d
+}
+
+// track registers cancel as the door's call with JSON-RPC id key, and
+// returns what forgets it.
+func (e *session) track(key string, cancel *context.CancelFunc) (forget func()) {
+	e.mu.Lock()
+	if e.inflight == nil {
+		e.inflight = map[string]*context.CancelFunc{}
+	}
+	e.inflight[key] = cancel
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		if e.inflight[key] == cancel {
+			delete(e.inflight, key)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// cancelled cancels the door's call with JSON-RPC id key, if it runs one.
+func (e *session) cancelled(key string) {
+	e.mu.Lock()
+	cancel := e.inflight[key]
+	e.mu.Unlock()
+	if cancel != nil {
+		(*cancel)()
 	}
 }
 
@@ -87,7 +183,7 @@ func (o *owners) remove(id string) {
 // task pins stays (the pool asks the Pinned hook). Under ThreadPerUser the
 // session had no thread of its own, and the user's default thread stays.
 func (s *Server) sessionEnded(id string) {
-	s.owners.remove(id)
+	s.sessions.remove(id)
 	if s.cache != nil && id != "" && !s.threadPerUser {
 		s.cache.RetireThread(SessionThread(id))
 	}
@@ -97,7 +193,7 @@ var errSessionNotFound = errors.New("session not found")
 
 // resolver hands mcp-go a session-id manager bound to the request's
 // principal. mcp-go calls it with a nil request from its idle sweeper.
-type resolver struct{ o *owners }
+type resolver struct{ o *sessionTable }
 
 func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
 	m := ownedIDs{o: r.o}
@@ -109,7 +205,7 @@ func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdMan
 
 // ownedIDs is mcp-go's session-id manager for one request.
 type ownedIDs struct {
-	o             *owners
+	o             *sessionTable
 	p             principal.Principal
 	authenticated bool
 }
@@ -161,21 +257,25 @@ func (s *Server) Streamable() http.Handler {
 		s.used()
 		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
 		id := r.Header.Get(server.HeaderKeySessionID)
+		var sess *session
+		if id != "" && !modern {
+			sess = s.sessions.owned(id, p)
+		}
 		switch {
-		case id != "" && !modern && !s.owners.owns(id, p):
+		case id != "" && !modern && sess == nil:
 			http.Error(w, "Session not found", http.StatusNotFound)
 			return
 		case id == "" && !modern && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
 			return
-		case id == "" && r.Method == http.MethodPost && s.owners.held(p) >= s.maxSessions && isInitialize(r):
+		case id == "" && r.Method == http.MethodPost && s.sessions.held(p) >= s.maxSessions && isInitialize(r):
 			http.Error(w, fmt.Sprintf("too many MCP sessions: this caller already holds %d (end one with DELETE /mcp, or let one idle out)", s.maxSessions), http.StatusTooManyRequests)
 			return
 		}
 		if r.Method == http.MethodGet && id != "" {
 			defer s.listeners.opened(id)()
 		}
-		if s.serveCall(w, r, id) {
+		if s.serveCall(w, r, id, sess) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
@@ -225,7 +325,7 @@ func (s *Server) Messages() http.Handler {
 			return
 		}
 		s.used()
-		if id := r.URL.Query().Get("sessionId"); id != "" && !s.owners.owns(id, p) {
+		if id := r.URL.Query().Get("sessionId"); id != "" && !s.sessions.owns(id, p) {
 			http.Error(w, "Session not found", http.StatusNotFound)
 			return
 		}

@@ -106,11 +106,7 @@ func (s *Server) takeInputReply(w http.ResponseWriter, sessionID string, id json
 // elicits reports whether the session's client declared form-mode
 // elicitation (an empty elicitation capability is form mode).
 func (s *Server) elicits(sessionID string) bool {
-	v, ok := s.clients.by.Load(sessionID)
-	if !ok {
-		return false
-	}
-	info, ok := v.(server.SessionWithClientInfo)
+	info, ok := s.sessions.clientOf(sessionID).(server.SessionWithClientInfo)
 	if !ok {
 		return false
 	}

@@ -161,7 +161,7 @@ func (l *rawLines) send(ctx context.Context, rc *resultCap, rs *relays, id strin
 // exchange writes one request line and waits for its reply (send's, apart
 // so that send's defers are inlined).
 func (l *rawLines) exchange(sendCtx context.Context, call *capCall, id string, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
-	if len(params) > 0 && (!json.Valid(params) || bytes.ContainsAny(params, "\r\n")) {
+	if len(params) > 0 && (!jsonscan.Valid(params) || bytes.ContainsAny(params, "\r\n")) {
 		var b bytes.Buffer
 		if err := json.Compact(&b, params); err != nil {
 			return nil, fmt.Errorf("failed to marshal request: %w", err)
@@ -235,7 +235,7 @@ type reply struct {
 // or notification of the server's) is not a reply.
 func scanReply(line []byte) (reply, bool) {
 	var m reply
-	if !json.Valid(line) {
+	if !jsonscan.Valid(line) {
 		return m, false
 	}
 	ok := jsonscan.Members(line, func(key, value []byte) bool {

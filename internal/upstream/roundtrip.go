@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/antler-mcp/antler/internal/jsonscan"
 )
 
 // The raw tools/call. mcp-go's CallTool decodes every result into a typed
@@ -46,7 +48,7 @@ type callParams struct {
 // but decode to the same value.
 func encodeCallParams(p callParams) (json.RawMessage, error) {
 	if len(p.Meta) > 0 || len(p.Task) > 0 || p.InputResponses != nil || p.RequestState != "" ||
-		!plainJSONString(p.Name) || (len(p.Arguments) > 0 && !json.Valid(p.Arguments)) {
+		!plainJSONString(p.Name) || (len(p.Arguments) > 0 && !jsonscan.Valid(p.Arguments)) {
 		return json.Marshal(p)
 	}
 	b := make([]byte, 0, len(`{"name":"","arguments":}`)+len(p.Name)+len(p.Arguments))
