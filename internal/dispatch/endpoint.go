@@ -275,8 +275,15 @@ func (ep *Endpoint) wire(ctx context.Context, t target, req *interceptor.Request
 		return nil, ep.connectFailed(t, req, err)
 	}
 	defer release()
-	cctx, cancel := withTimeout(ctx, ep.server.ToolCallTimeout)
-	defer cancel()
+	cctx, cancel := ctx, context.CancelFunc(nil)
+	if ep.server.ToolCallTimeout > 0 || !ep.server.IsStdio() {
+		// Unbounded, a stdio call needs no context of its own: nothing on
+		// a stdio connection outlives a request on its context, so there
+		// is nothing to cancel after it. mcp-go's HTTP transports start
+		// work on it that the cancel ends.
+		cctx, cancel = withTimeout(ctx, ep.server.ToolCallTimeout)
+		defer cancel()
+	}
 	if !ep.server.IsStdio() {
 		cctx = upstream.WithCallHeaders(cctx, req.Headers)
 	}

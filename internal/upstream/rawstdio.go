@@ -141,34 +141,76 @@ func (l *rawLines) close() {
 // send writes req and waits for its reply, as captureTransport.SendRequest
 // does through mcp-go: under the result cap, with the call's relay
 // registered, and failed when the connection ends.
+//
+// It makes no context: the reply is awaited on its own channel, which a
+// result-cap failure wakes too, and a server request during the call finds
+// it on the connection's list of relays (a stdio server's requests come on
+// the connection's context, never the call's).
 func (l *rawLines) send(ctx context.Context, rc *resultCap, rs *relays, id string, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
-	call, err := rc.begin(ctx, mcp.NewRequestId(id))
+	key := strconv.Quote(id)
+	ch, err := l.await(key)
 	if err != nil {
 		return nil, err
 	}
+	call, err := rc.beginWoken(mcp.NewRequestId(id), func() { l.abort(key) })
+	if err != nil {
+		l.forget(key)
+		return nil, err
+	}
 	defer rc.finish(call)
-	sendCtx := call.ctx
 	if r := relayFrom(ctx); r != nil {
 		var end func()
 		var p any
-		sendCtx, p, end = rs.begin(sendCtx, r, params)
+		_, p, end = rs.enter(r, params)
 		defer end()
-		params, _ = p.(json.RawMessage) // (begin hands raw params back raw)
+		params, _ = p.(json.RawMessage) // (enter hands raw params back raw)
 	}
-	return l.exchange(sendCtx, call, id, method, params)
+	return l.exchange(ctx, call, ch, key, method, params)
 }
 
-// exchange writes one request line and waits for its reply (send's, apart
-// so that send's defers are inlined).
-func (l *rawLines) exchange(sendCtx context.Context, call *capCall, id string, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
+// await registers a reply's waiter for the request with id key (as JSON).
+func (l *rawLines) await(key string) (chan *transport.JSONRPCResponse, error) {
+	ch := make(chan *transport.JSONRPCResponse, 1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, transport.ErrTransportClosed
+	}
+	l.waiters[key] = ch
+	return ch, nil
+}
+
+// forget drops the waiter for key.
+func (l *rawLines) forget(key string) {
+	l.mu.Lock()
+	delete(l.waiters, key)
+	l.mu.Unlock()
+}
+
+// abort wakes the waiter for key with no reply: its call failed (the
+// result cap), as take would with the reply. Each waiter is sent one value
+// at most, by whichever of the two takes it out of the map first.
+func (l *rawLines) abort(key string) {
+	l.mu.Lock()
+	ch := l.waiters[key]
+	delete(l.waiters, key)
+	l.mu.Unlock()
+	if ch != nil {
+		ch <- nil
+	}
+}
+
+// exchange writes one request line and waits for its reply on ch (send's,
+// apart so that send's defers are inlined).
+func (l *rawLines) exchange(ctx context.Context, call *capCall, ch chan *transport.JSONRPCResponse, key string, method string, params json.RawMessage) (*transport.JSONRPCResponse, error) {
 	if len(params) > 0 && (!jsonscan.Valid(params) || bytes.ContainsAny(params, "\r\n")) {
 		var b bytes.Buffer
 		if err := json.Compact(&b, params); err != nil {
+			l.forget(key)
 			return nil, fmt.Errorf("failed to marshal request: %w", err)
 		}
 		params = b.Bytes()
 	}
-	key := strconv.Quote(id)
 	line := make([]byte, 0, 48+len(key)+len(method)+len(params))
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, key...)
@@ -179,21 +221,8 @@ func (l *rawLines) exchange(sendCtx context.Context, call *capCall, id string, m
 	}
 	line = append(line, "}\n"...)
 
-	ch := make(chan *transport.JSONRPCResponse, 1)
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil, transport.ErrTransportClosed
-	}
-	l.waiters[key] = ch
-	l.mu.Unlock()
-	forget := func() {
-		l.mu.Lock()
-		delete(l.waiters, key)
-		l.mu.Unlock()
-	}
 	if _, err := l.w.Write(line); err != nil {
-		forget()
+		l.forget(key)
 		return nil, fmt.Errorf("failed to write request: %w", err)
 	}
 	select {
@@ -201,17 +230,26 @@ func (l *rawLines) exchange(sendCtx context.Context, call *capCall, id string, m
 		if cerr := call.err(); cerr != nil {
 			return nil, cerr
 		}
+		if resp == nil {
+			return nil, transport.ErrTransportClosed // (abort records its error first)
+		}
 		return resp, nil
-	case <-sendCtx.Done():
-		forget()
+	case <-ctx.Done():
+		l.forget(key)
 		if cerr := call.err(); cerr != nil {
 			return nil, cerr
 		}
-		return nil, sendCtx.Err()
+		return nil, ctx.Err()
 	case <-l.done:
-		forget()
+		l.forget(key)
 		select {
 		case resp := <-ch: // delivered just before the end
+			if cerr := call.err(); cerr != nil {
+				return nil, cerr
+			}
+			if resp == nil {
+				return nil, transport.ErrTransportClosed
+			}
 			return resp, nil
 		default:
 		}

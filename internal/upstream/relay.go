@@ -75,9 +75,12 @@ var ErrNoRelay = errors.New("the client cannot answer")
 
 // relayCall is one call in flight with a relay.
 type relayCall struct {
-	ctx   context.Context // ends with the call: so does a request relayed to it
 	relay Relay
 	token json.RawMessage // the downstream's progress token, nil if none
+	// Guarded by the relays' mu: ended once the registration ends, when
+	// stops (the requests relayed to the call) are stopped.
+	ended bool
+	stops map[*func()]struct{}
 }
 
 // relays is a connection's registry of calls in flight with a relay.
@@ -102,16 +105,22 @@ func newRelays(shared bool, timeout time.Duration, onNote func(string, json.RawM
 
 type relayCallKey struct{}
 
-// begin registers a call carrying r. ctx must end when the call does (the
-// callers pass their result-cap call's context, cancelled right after the
-// registration ends), so a request relayed to the call ends with it. It
-// returns the context to send the call with, which names the call to the
-// server requests a transport handles with it; its params with the progress
-// token replaced by one unique to the connection; and the function that
-// ends the registration.
+// begin registers a call carrying r until the function it returns ends the
+// registration, which the caller does when the call ends: a request relayed
+// to the call ends with it. It returns the context to send the call with,
+// which names the call to the server requests a transport handles with it;
+// its params with the progress token replaced by one unique to the
+// connection; and that function.
 func (rs *relays) begin(ctx context.Context, r Relay, params any) (context.Context, any, func()) {
-	call := &relayCall{ctx: ctx, relay: r}
-	ctx = context.WithValue(ctx, relayCallKey{}, call)
+	call, params, end := rs.enter(r, params)
+	return context.WithValue(ctx, relayCallKey{}, call), params, end
+}
+
+// enter is begin without the context: for a request whose server requests
+// do not arrive with its context (a stdio server's come on the
+// connection's), so only the connection's list finds the call.
+func (rs *relays) enter(r Relay, params any) (*relayCall, any, func()) {
+	call := &relayCall{relay: r}
 	fields, token := progressToken(params, false)
 	rs.mu.Lock()
 	var upstream string
@@ -125,9 +134,8 @@ func (rs *relays) begin(ctx context.Context, r Relay, params any) (context.Conte
 	}
 	rs.inflight = append(rs.inflight, call)
 	rs.mu.Unlock()
-	return ctx, params, func() {
+	return call, params, func() {
 		rs.mu.Lock()
-		defer rs.mu.Unlock()
 		if upstream != "" {
 			delete(rs.byToken, upstream)
 		}
@@ -137,7 +145,43 @@ func (rs *relays) begin(ctx context.Context, r Relay, params any) (context.Conte
 				break
 			}
 		}
+		call.ended = true
+		stops := call.stops
+		call.stops = nil
+		rs.mu.Unlock()
+		for stop := range stops {
+			(*stop)()
+		}
 	}
+}
+
+// whileRuns calls stop when call's registration ends (at once if it has),
+// until the function it returns is called.
+func (rs *relays) whileRuns(call *relayCall, stop func()) (unregister func()) {
+	rs.mu.Lock()
+	if call.ended {
+		rs.mu.Unlock()
+		stop()
+		return func() {}
+	}
+	if call.stops == nil {
+		call.stops = map[*func()]struct{}{}
+	}
+	key := &stop
+	call.stops[key] = struct{}{}
+	rs.mu.Unlock()
+	return func() {
+		rs.mu.Lock()
+		delete(call.stops, key)
+		rs.mu.Unlock()
+	}
+}
+
+// hasEnded reports whether call's registration has ended.
+func (rs *relays) hasEnded(call *relayCall) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return call.ended
 }
 
 // pick is the call for a message that names none: see the package comment
@@ -234,7 +278,7 @@ func (rs *relays) handler(next transport.RequestHandler) transport.RequestHandle
 		}
 		rctx, cancel := context.WithTimeout(base, rs.timeout)
 		defer cancel()
-		defer context.AfterFunc(call.ctx, cancel)()
+		defer rs.whileRuns(call, cancel)()
 		var params json.RawMessage
 		if req.Params != nil {
 			b, err := json.Marshal(req.Params)
@@ -250,7 +294,7 @@ func (rs *relays) handler(next transport.RequestHandler) transport.RequestHandle
 			return nil, nil // held: Conn.Respond answers it (respond.go)
 		case errors.As(err, &rpcErr):
 			return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, nil), nil
-		case err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) && call.ctx.Err() == nil:
+		case err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) && !rs.hasEnded(call):
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.REQUEST_INTERRUPTED,
 				fmt.Sprintf("%s: the client did not answer within %s", req.Method, rs.timeout), nil), nil
 		case err != nil:

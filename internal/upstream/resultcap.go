@@ -61,13 +61,18 @@ type resultCap struct {
 	ended    *ResultTooLargeError
 }
 
-// capCall is one request in flight on a capped connection.
+// capCall is one request in flight on a capped connection. It fails by
+// its context (begin: the requests mcp-go's transports send) or, with no
+// context of its own, by its wake (beginWoken: rawLines' requests).
 type capCall struct {
 	key    string
 	limit  int64
 	over   atomic.Bool
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// failed is a woken call's error; wake tells its waiter.
+	failed atomic.Pointer[ResultTooLargeError]
+	wake   func()
 }
 
 type capCallKey struct{}
@@ -81,14 +86,42 @@ func (r *resultCap) begin(ctx context.Context, id mcp.RequestId) (*capCall, erro
 	cctx, cancel := context.WithCancelCause(ctx)
 	c := &capCall{key: id.String(), limit: r.max, cancel: cancel}
 	c.ctx = context.WithValue(cctx, capCallKey{}, c)
+	if err := r.register(c); err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	return c, nil
+}
+
+// beginWoken registers a request that waits on its own: its failure is
+// recorded for err and reported by calling wake, which must not block,
+// instead of through a context made for it.
+func (r *resultCap) beginWoken(id mcp.RequestId, wake func()) (*capCall, error) {
+	c := &capCall{key: id.String(), limit: r.max, wake: wake}
+	if err := r.register(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (r *resultCap) register(c *capCall) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended != nil {
-		cancel(nil)
-		return nil, r.ended
+		return r.ended
 	}
 	r.inflight[c.key] = c
-	return c, nil
+	return nil
+}
+
+// abort fails the call with e.
+func (c *capCall) abort(e *ResultTooLargeError) {
+	if c.wake != nil {
+		c.failed.Store(e)
+		c.wake()
+		return
+	}
+	c.cancel(e)
 }
 
 func (r *resultCap) finish(c *capCall) {
@@ -97,7 +130,9 @@ func (r *resultCap) finish(c *capCall) {
 		delete(r.inflight, c.key)
 	}
 	r.mu.Unlock()
-	c.cancel(nil)
+	if c.cancel != nil {
+		c.cancel(nil)
+	}
 }
 
 // exceeded marks the request with this id key as having an oversize response.
@@ -115,7 +150,7 @@ func (r *resultCap) exceeded(key string) *capCall {
 // response has been read to the end.
 func (r *resultCap) fail(key string) {
 	if c := r.exceeded(key); c != nil {
-		c.cancel(&ResultTooLargeError{Limit: c.limit})
+		c.abort(&ResultTooLargeError{Limit: c.limit})
 	}
 }
 
@@ -137,7 +172,7 @@ func (r *resultCap) end() *ResultTooLargeError {
 		r.onEnd() // before the calls fail, so the next call finds a new session
 	}
 	for _, c := range calls {
-		c.cancel(r.ended)
+		c.abort(r.ended)
 	}
 	return r.ended
 }
@@ -147,8 +182,11 @@ func (c *capCall) err() error {
 	if c.over.Load() {
 		return &ResultTooLargeError{Limit: c.limit}
 	}
+	if e := c.failed.Load(); e != nil {
+		return e
+	}
 	var tl *ResultTooLargeError
-	if errors.As(context.Cause(c.ctx), &tl) {
+	if c.ctx != nil && errors.As(context.Cause(c.ctx), &tl) {
 		return tl
 	}
 	return nil

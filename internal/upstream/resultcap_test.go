@@ -49,7 +49,9 @@ const (
 // new cursor for brokenPagesEnv pages; and tools/call by the tool's name:
 // "noid" with 4 MiB whose id is missing, "notify" with a 4 MiB notification
 // before a small result, "ask" with the number of replies to askPings pings
-// it sent first, anything else with a small result; "hang" never; "big" with 4 MiB; and
+// it sent first, "endless" with the start of a reply (its id first) that
+// grows past 4 MiB and never ends, anything else with a small result;
+// "hang" never; "big" with 4 MiB; and
 // says "cancelled <id>" on stderr for each notifications/cancelled.
 func brokenServer() {
 	flood, _ := strconv.Atoi(os.Getenv(brokenFloodEnv))
@@ -104,6 +106,10 @@ func brokenServer() {
 				}
 			case "noid":
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"%s"}]}}`+"\n", big)
+			case "endless":
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s`, req.ID, big)
+				out.Flush()
+				select {}
 			case "notify":
 				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%s"}}`+"\n", big)
 				reply(req.ID, `{"content":[{"type":"text","text":"after the notification"}]}`)
@@ -189,6 +195,20 @@ func TestOversizeMessageWithoutIDEndsTheSession(t *testing.T) {
 	<-exited
 	if _, err := call(c, "ok"); !upstream.IsConnectionClosed(err) {
 		t.Errorf("a call after the cut: %v, want a closed connection", err)
+	}
+}
+
+// A reply that passes max_result_bytes fails its call as soon as its id is
+// known, without waiting for an end that never comes.
+func TestEndlessReplyFailsItsCallAtOnce(t *testing.T) {
+	t.Parallel()
+	c := dialBroken(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := c.CallTool(ctx, "endless", json.RawMessage(`{}`), nil)
+	var tl *upstream.ResultTooLargeError
+	if !errors.As(err, &tl) || tl.Ended || tl.Limit != 1<<20 {
+		t.Fatalf("got %v, want the cap error of this call", err)
 	}
 }
 
