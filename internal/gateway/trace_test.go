@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -135,32 +136,65 @@ func TestTraceSpanTrees(t *testing.T) {
 	}
 }
 
-// TestTraceContinuesTheCallersTrace: a REST call carrying a W3C traceparent
-// header is traced as a child of the caller's span.
+// TestTraceContinuesTheCallersTrace: a call carrying a W3C traceparent
+// header is traced as a child of the caller's span, on both doors.
 func TestTraceContinuesTheCallersTrace(t *testing.T) {
-	a, exp := newTracedAPI(t, fmt.Sprintf(`{"mcpServers": {"stdio": {"command": %q}}}`, testmcp.Build(t)))
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	req, _ := http.NewRequest("POST", a.url+"/api/mcp/tools/stdio_echo/call", strings.NewReader(`{"arguments": {"message": "hi"}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("traceparent", "00-"+traceID+"-"+parentID+"-01")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	traceparent := "00-" + traceID + "-" + parentID + "-01"
+	for _, door := range []struct {
+		name, span string
+		call       func(t *testing.T, url string)
+	}{
+		{"rest", gateway.SpanRESTCall, func(t *testing.T, url string) {
+			req, _ := http.NewRequest("POST", url+"/api/mcp/tools/stdio_echo/call", strings.NewReader(`{"arguments": {"message": "hi"}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("traceparent", traceparent)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+		}},
+		{"mcp", mcpserver.SpanMCPCall, func(t *testing.T, url string) {
+			c, err := client.NewStreamableHttpClient(url+"/mcp", transport.WithHTTPHeaders(map[string]string{"traceparent": traceparent}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			ctx := context.Background()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			init := mcp.InitializeRequest{}
+			init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+			if _, err := c.Initialize(ctx, init); err != nil {
+				t.Fatal(err)
+			}
+			req := mcp.CallToolRequest{}
+			req.Params.Name, req.Params.Arguments = "stdio_echo", map[string]any{"message": "hi"}
+			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+				t.Fatalf("call: %v %+v", err, res)
+			}
+		}},
+	} {
+		t.Run(door.name, func(t *testing.T) {
+			a, exp := newTracedAPI(t, fmt.Sprintf(`{"mcpServers": {"stdio": {"command": %q}}}`, testmcp.Build(t)))
+			door.call(t, a.url)
+			for _, s := range exp.GetSpans() {
+				if s.Name != door.span {
+					continue
+				}
+				if s.SpanContext.TraceID().String() != traceID || s.Parent.SpanID().String() != parentID {
+					t.Fatalf("door span in trace %s under %s, want %s under %s", s.SpanContext.TraceID(), s.Parent.SpanID(), traceID, parentID)
+				}
+				return
+			}
+			t.Fatalf("no door span among %v", names(exp.GetSpans()))
+		})
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	for _, s := range exp.GetSpans() {
-		if s.Name != gateway.SpanRESTCall {
-			continue
-		}
-		if s.SpanContext.TraceID().String() != traceID || s.Parent.SpanID().String() != parentID {
-			t.Fatalf("door span in trace %s under %s, want %s under %s", s.SpanContext.TraceID(), s.Parent.SpanID(), traceID, parentID)
-		}
-		return
-	}
-	t.Fatalf("no door span among %v", names(exp.GetSpans()))
 }
 
 // newTracedAPI is newAPI with tracing on, its spans in the returned

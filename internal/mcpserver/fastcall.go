@@ -296,7 +296,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 		cs = *client
 		info, isInfo := cs.(server.SessionWithClientInfo)
 		if _, streamable := cs.(server.SessionWithStreamableHTTPConfig); !streamable || !isInfo || !cs.Initialized() ||
-			info.GetClientCapabilities().Elicitation != nil || len(cs.NotificationChannel()) > 0 {
+			sess.elicits(info) || len(cs.NotificationChannel()) > 0 {
 			return false
 		}
 		ctx = s.mcp.WithContext(ctx, cs)

@@ -616,29 +616,47 @@ type callerKey struct{}
 
 // withCaller is mcp-go's HTTP context function for both transports: the
 // principal the gateway authenticated and the X-Antler-* headers, parsed
-// once per request.
+// once per request, in one pass over the headers (the secret headers have
+// no fixed names, so every header is looked at anyway).
 func withCaller(ctx context.Context, r *http.Request) context.Context {
 	p, ok := principal.FromContext(r.Context())
 	if !ok {
 		return ctx
 	}
-	c := caller{p: p, traceparent: r.Header.Get(tracing.KeyTraceparent), tracestate: r.Header.Get(tracing.KeyTracestate)}
-	if v := r.Header.Get(HeaderThreadID); v != "" {
-		if err := workspace.CheckID(v); err != nil {
-			c.err = fmt.Errorf("%s header: %w", HeaderThreadID, err)
-		}
-		c.thread = v
-	}
+	c := caller{p: p}
 	for k, vs := range r.Header {
-		if name, ok := secretHeader(k); ok && len(vs) > 0 {
-			if c.secrets == nil {
-				c.secrets = map[string]string{}
+		if len(vs) == 0 {
+			continue
+		}
+		switch k {
+		case traceparentHeader:
+			c.traceparent = vs[0]
+		case tracestateHeader:
+			c.tracestate = vs[0]
+		case HeaderThreadID:
+			c.thread = vs[0]
+		default:
+			if name, ok := secretHeader(k); ok {
+				if c.secrets == nil {
+					c.secrets = map[string]string{}
+				}
+				c.secrets[name] = vs[0]
 			}
-			c.secrets[name] = vs[0]
+		}
+	}
+	if c.thread != "" {
+		if err := workspace.CheckID(c.thread); err != nil {
+			c.err = fmt.Errorf("%s header: %w", HeaderThreadID, err)
 		}
 	}
 	return context.WithValue(ctx, callerKey{}, c)
 }
+
+// The trace context headers as a request's header map spells them.
+var (
+	traceparentHeader = http.CanonicalHeaderKey(tracing.KeyTraceparent)
+	tracestateHeader  = http.CanonicalHeaderKey(tracing.KeyTracestate)
+)
 
 // secretHeader is the secret a request header of key k carries, by its
 // lower-case name: k is HeaderSecretPrefix and a name, in any case. Only a

@@ -43,6 +43,10 @@ type session struct {
 	touched atomic.Int64
 	// client is mcp-go's session once registered (nil before).
 	client atomic.Pointer[server.ClientSession]
+	// elicitation is whether the client declared elicitation, once read
+	// from its initialized session (capabilities never change after):
+	// 0 not read yet, 1 no, 2 yes.
+	elicitation atomic.Uint32
 
 	mu sync.Mutex
 	// inflight cancels the door's own calls (fastcall.go) on
@@ -138,6 +142,24 @@ func (t *sessionTable) clientOf(id string) server.ClientSession {
 		}
 	}
 	return nil
+}
+
+// elicits reports whether the client declared elicitation; info is the
+// session's, initialized.
+func (e *session) elicits(info server.SessionWithClientInfo) bool {
+	switch e.elicitation.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	declared := info.GetClientCapabilities().Elicitation != nil
+	if declared {
+		e.elicitation.Store(2)
+	} else {
+		e.elicitation.Store(1)
+	}
+	return declared
 }
 
 // seen records that mcp-go handled a request of the session.
