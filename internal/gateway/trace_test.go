@@ -159,23 +159,10 @@ func TestTraceContinuesTheCallersTrace(t *testing.T) {
 			}
 		}},
 		{"mcp", mcpserver.SpanMCPCall, func(t *testing.T, url string) {
-			c, err := client.NewStreamableHttpClient(url+"/mcp", transport.WithHTTPHeaders(map[string]string{"traceparent": traceparent}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Close() })
-			ctx := context.Background()
-			if err := c.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			init := mcp.InitializeRequest{}
-			init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
-			if _, err := c.Initialize(ctx, init); err != nil {
-				t.Fatal(err)
-			}
+			c := mcpClient(t, url, mcp.ProtocolVersion20251125, transport.WithHTTPHeaders(map[string]string{"traceparent": traceparent}))
 			req := mcp.CallToolRequest{}
 			req.Params.Name, req.Params.Arguments = "stdio_echo", map[string]any{"message": "hi"}
-			if res, err := c.CallTool(ctx, req); err != nil || res.IsError {
+			if res, err := c.CallTool(context.Background(), req); err != nil || res.IsError {
 				t.Fatalf("call: %v %+v", err, res)
 			}
 		}},
@@ -216,11 +203,11 @@ func newTracedAPI(t *testing.T, doc string) (*api, *tracetest.InMemoryExporter) 
 }
 
 // mcpClient is an MCP client of the gateway at base, initialized with
-// protocol version.
-func mcpClient(t *testing.T, base, version string) *client.Client {
+// protocol version, its transport made with opts.
+func mcpClient(t *testing.T, base, version string, opts ...transport.StreamableHTTPCOption) *client.Client {
 	t.Helper()
 	ctx := context.Background()
-	c, err := client.NewStreamableHttpClient(base + "/mcp")
+	c, err := client.NewStreamableHttpClient(base+"/mcp", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
