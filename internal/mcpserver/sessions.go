@@ -44,7 +44,8 @@ type session struct {
 	// client is mcp-go's session once registered (nil before).
 	client atomic.Pointer[server.ClientSession]
 	// elicitation is whether the client declared elicitation, once read
-	// from its initialized session (capabilities never change after):
+	// from mcp-go's registered session: mcp-go stores the capabilities
+	// before it registers the session, and they never change after.
 	// 0 not read yet, 1 no, 2 yes.
 	elicitation atomic.Uint32
 
@@ -145,7 +146,7 @@ func (t *sessionTable) clientOf(id string) server.ClientSession {
 }
 
 // elicits reports whether the client declared elicitation; info is the
-// session's, initialized.
+// session's registered mcp-go session (client).
 func (e *session) elicits(info server.SessionWithClientInfo) bool {
 	switch e.elicitation.Load() {
 	case 1:
