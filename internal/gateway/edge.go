@@ -6,17 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/antler-mcp/antler/internal/apierror"
+	"github.com/antler-mcp/antler/internal/header"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
 )
@@ -188,8 +189,7 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 		// a preflight, and the Origin rule above already ran.
 		mcpDelete := req.Method == http.MethodDelete && req.ContentLength == 0 && c.Path() == "/mcp"
 		if (stateChanging(req.Method) || req.ContentLength != 0) && !mcpDelete {
-			mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
-			if err != nil || mt != echo.MIMEApplicationJSON {
+			if !header.IsJSON(req.Header.Get(echo.HeaderContentType)) {
 				return apierror.New(http.StatusUnsupportedMediaType, "Content-Type must be application/json, also on a %s without a body", req.Method)
 			}
 		}
@@ -202,11 +202,23 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 // timeout would cancel a long call or an event stream once it passed, and
 // a write timeout would end every stream. The body is read whole here
 // (BodyLimit caps it) under http.body_read_timeout, then the read deadline
-// is lifted; the write deadline starts when the response does, so it bounds
-// a slow reader, not a slow tool. Event streams bound each write instead.
+// is lifted; on Serve's connections the deadline is given to the socket
+// only if a read has to wait for it, so a body that came with its headers
+// costs no timer. The write deadline starts when the response does, so it
+// bounds a slow reader, not a slow tool. Event streams bound each write
+// instead.
 func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		rc := http.NewResponseController(c.Response().Writer)
+		req := c.Request()
+		// Through Serve the connection is at hand; through another server
+		// (a test's), the response controller reaches it.
+		var rc deadliner
+		lc, _ := req.Context().Value(connKey{}).(*limitedConn)
+		if lc != nil {
+			rc = lc
+		} else {
+			rc = http.NewResponseController(c.Response().Writer)
+		}
 		// Lift the previous response's deadline on a kept-alive connection
 		// (a "100 Continue" is written before this response starts).
 		_ = rc.SetWriteDeadline(time.Time{})
@@ -215,11 +227,14 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 				_ = rc.SetWriteDeadline(time.Now().Add(s.http.WriteTimeout))
 			}
 		})
-		req := c.Request()
 		if req.ContentLength == 0 {
 			return next(c)
 		}
-		_ = rc.SetReadDeadline(time.Now().Add(s.http.BodyReadTimeout))
+		if deadline := time.Now().Add(s.http.BodyReadTimeout); lc != nil {
+			lc.deferReadDeadline(deadline) // most bodies came with their headers
+		} else {
+			_ = rc.SetReadDeadline(deadline)
+		}
 		body, err := readAll(req.Body, req.ContentLength)
 		if err != nil {
 			// Keep the deadline and close after the answer: the rest of
@@ -241,6 +256,17 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// deadliner sets a connection's deadlines: the connection itself, or the
+// response controller that reaches it.
+type deadliner interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+// connKey is the context key of the *limitedConn a request came on (Serve's
+// ConnContext).
+type connKey struct{}
 
 // preallocBody is the largest declared body readAll allocates whole before
 // it arrives. A client (not yet authenticated here) can declare any length
@@ -412,11 +438,87 @@ func (l *limitListener) refuse(c net.Conn) {
 	}()
 }
 
-// limitedConn gives its token back once, on the first Close.
+// limitedConn gives its token back once, on the first Close. It keeps the
+// deadlines it last gave the connection, so that setting one again (the HTTP
+// server lifts a lifted read deadline on every request) updates no timer,
+// and it can hold a read deadline back until a read has to wait for the
+// network (deferReadDeadline).
 type limitedConn struct {
 	net.Conn
 	once sync.Once
 	free func()
+
+	mu          sync.Mutex
+	read, write time.Time // as last given to Conn
+	deferred    time.Time // the read deadline for the next Read, when hasDeferred
+	hasDeferred atomic.Bool
+}
+
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if c.hasDeferred.Load() {
+		c.mu.Lock()
+		if c.hasDeferred.Load() {
+			c.hasDeferred.Store(false)
+			_ = c.readDeadlineLocked(c.deferred)
+		}
+		c.mu.Unlock()
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hasDeferred.Store(false)
+	if err := c.readDeadlineLocked(t); err != nil {
+		return err
+	}
+	return c.writeDeadlineLocked(t)
+}
+
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hasDeferred.Store(false)
+	return c.readDeadlineLocked(t)
+}
+
+func (c *limitedConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writeDeadlineLocked(t)
+}
+
+// deferReadDeadline sets a read deadline that only a Read reaching the
+// network needs: it is given to the connection by the next Read, unless a
+// read deadline is set first. A request body the HTTP server has already
+// buffered is then read, and its deadline lifted, without a timer update.
+func (c *limitedConn) deferReadDeadline(t time.Time) {
+	c.mu.Lock()
+	c.deferred = t
+	c.hasDeferred.Store(true)
+	c.mu.Unlock()
+}
+
+func (c *limitedConn) readDeadlineLocked(t time.Time) error {
+	return changeDeadline(&c.read, t, c.Conn.SetReadDeadline)
+}
+
+func (c *limitedConn) writeDeadlineLocked(t time.Time) error {
+	return changeDeadline(&c.write, t, c.Conn.SetWriteDeadline)
+}
+
+// changeDeadline gives t to set unless it is *last, the deadline set before,
+// and records it.
+func changeDeadline(last *time.Time, t time.Time, set func(time.Time) error) error {
+	if t.Equal(*last) {
+		return nil
+	}
+	if err := set(t); err != nil {
+		return err
+	}
+	*last = t
+	return nil
 }
 
 func (c *limitedConn) Close() error {

@@ -284,6 +284,33 @@ func TestSlowClientsAreDisconnected(t *testing.T) {
 	}
 }
 
+// A call that outlasts http.body_read_timeout, on a kept-alive connection,
+// is answered on both doors: the body's deadline bounds the body only, not
+// the call, nor the next request's (the connection's read deadline is
+// given to it only when a read waits, and lifted after the body).
+func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
+	t.Parallel()
+	bin := testmcp.Build(t)
+	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %q}}}`, bin)), DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	addr := serveEdge(t, testgateway.New(t, gateway.Options{Cache: cache, Auth: principal.New(nil), HTTP: gateway.HTTPOptions{
+		BodyReadTimeout: 100 * time.Millisecond}}))
+	// Two calls on one connection (http.DefaultClient keeps it alive), each
+	// sleeping past the body's deadline.
+	for i := range 2 {
+		resp, body := sendEdge(t, addr, edgeRequest{method: "POST", path: "/api/mcp/tools/demo_sleep/call",
+			contentType: "application/json", body: `{"arguments":{"ms":400}}`})
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, "slept 400ms") {
+			t.Errorf("REST call %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	c := mcpClient(t, "http://"+addr, "2025-11-25")
+	res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "demo_sleep", Arguments: map[string]any{"ms": 400}}})
+	if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(fmt.Sprint(res.Content[0]), "slept 400ms") {
+		t.Errorf("/mcp call: %+v, %v", res, err)
+	}
+}
+
 // One connection past http.max_connections is answered 503 and closed; a
 // freed slot serves the next client.
 func TestConnectionCap(t *testing.T) {

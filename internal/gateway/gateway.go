@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -278,6 +279,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ReadHeaderTimeout: s.http.ReadHeaderTimeout,
 		IdleTimeout:       s.http.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if lc, ok := c.(*limitedConn); ok {
+				return context.WithValue(ctx, connKey{}, lc) // for deadlines
+			}
+			return ctx
+		},
 	}
 	srv.RegisterOnShutdown(s.stopStreams)
 	srv.RegisterOnShutdown(s.Close)
@@ -399,7 +406,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.auth.Open() {
-			if ip := net.ParseIP(c.RealIP()); ip == nil || !ip.IsLoopback() {
+			if ip, err := netip.ParseAddr(c.RealIP()); err != nil || !ip.IsLoopback() {
 				return apierror.New(http.StatusForbidden, "this gateway has no API keys and serves loopback callers only")
 			}
 		}

@@ -212,6 +212,25 @@ func TestNoKeysServesLoopbackOnly(t *testing.T) {
 	if rec.Code != 403 || !strings.Contains(rec.Body.String(), "loopback callers only") {
 		t.Errorf("spoofed X-Forwarded-For: %d %s, want 403 for the peer", rec.Code, rec.Body)
 	}
+	for _, tc := range []struct {
+		peer string
+		code int
+	}{
+		{"[::1]:4000", 200},
+		{"[::ffff:127.0.0.1]:4000", 200},
+		{"[::ffff:192.0.2.10]:4000", 403},
+		{"[2001:db8::1]:4000", 403},
+		{"[fe80::1%eth0]:4000", 403},
+		{"not-an-address", 403},
+	} {
+		req = httptest.NewRequest("GET", "http://127.0.0.1:8080/api/mcp/tools", nil)
+		req.RemoteAddr = tc.peer
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.code {
+			t.Errorf("peer %s: %d %s, want %d", tc.peer, rec.Code, rec.Body, tc.code)
+		}
+	}
 }
 
 func TestCheckListen(t *testing.T) {

@@ -2,9 +2,26 @@
 // writes header overrides case-insensitively. Every credential layer goes
 // through it, so no request carries one header under two spellings and no
 // value that could split a request or smuggle a second header is ever sent.
+// It also reads the one request header both doors check, Content-Type.
 package header
 
-import "strings"
+import (
+	"mime"
+	"strings"
+)
+
+// JSON is the media type both doors accept.
+const JSON = "application/json"
+
+// IsJSON reports whether a Content-Type value names application/json, with
+// or without parameters; its usual spelling is recognised without parsing.
+func IsJSON(contentType string) bool {
+	if contentType == JSON {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == JSON
+}
 
 // Reasons returned by IllegalValueReason. They describe the value and never
 // contain it, so they are safe in errors, logs and model-visible messages.

@@ -134,3 +134,25 @@ func TestIllegalNameReason(t *testing.T) {
 		}
 	}
 }
+
+func TestIsJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		contentType string
+		want        bool
+	}{
+		{"application/json", true},
+		{"application/json; charset=utf-8", true},
+		{"Application/JSON", true},
+		{"application/json ; charset=UTF-8", true},
+		{"", false},
+		{"text/plain", false},
+		{"application/json-patch+json", false},
+		{"application/jsonx", false},
+		{"application/json; charset", false}, // a malformed parameter
+	} {
+		if got := header.IsJSON(tc.contentType); got != tc.want {
+			t.Errorf("IsJSON(%q) = %v, want %v", tc.contentType, got, tc.want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"sync"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/antler-mcp/antler/internal/dispatch"
+	"github.com/antler-mcp/antler/internal/header"
 	"github.com/antler-mcp/antler/internal/jsonscan"
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/toolcache"
@@ -212,7 +212,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	if r.Method != http.MethodPost || s.cache == nil {
 		return false
 	}
-	if !jsonContentType(r.Header.Get("Content-Type")) {
+	if !header.IsJSON(r.Header.Get("Content-Type")) {
 		return false
 	}
 	body, unread := unreadBody(r)
@@ -259,13 +259,13 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 	if p.Meta != nil && p.Meta.ProgressToken != nil {
 		return false
 	}
-	header := r.Header.Get(mcp.HeaderProtocolVersion)
+	versionHeader := r.Header.Get(mcp.HeaderProtocolVersion)
 	version := p.Meta.ProtocolVersion()
-	modern := mcp.IsModernProtocol(header) || mcp.IsModernProtocol(version)
+	modern := mcp.IsModernProtocol(versionHeader) || mcp.IsModernProtocol(version)
 	ctx := withCaller(r.Context(), r)
 	var cs server.ClientSession
 	if modern {
-		if header != version || r.Header.Get(mcp.HeaderLastEventID) != "" || !s.streamable.SupportsProtocolVersion(version) || !mcp.IsValidProtocolVersion(version) {
+		if versionHeader != version || r.Header.Get(mcp.HeaderLastEventID) != "" || !s.streamable.SupportsProtocolVersion(version) || !mcp.IsValidProtocolVersion(version) {
 			return false
 		}
 		caps := p.Meta.ClientCapabilities()
@@ -286,7 +286,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 			return false
 		}
 	} else {
-		if sess == nil || header != "" && !mcp.IsValidProtocolVersion(header) || !sess.fresh(s.ttl/touchSlack) {
+		if sess == nil || versionHeader != "" && !mcp.IsValidProtocolVersion(versionHeader) || !sess.fresh(s.ttl/touchSlack) {
 			return false
 		}
 		client := sess.client.Load()
@@ -351,16 +351,6 @@ func unreadBody(r *http.Request) ([]byte, bool) {
 	return u.Unread()
 }
 
-// jsonContentType reports whether a Content-Type is application/json (its
-// usual spelling checked without parsing it).
-func jsonContentType(ct string) bool {
-	if ct == "application/json" {
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "application/json"
-}
-
 func isNull(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) == 0 || string(raw) == "null"
@@ -396,7 +386,8 @@ func (s *Server) fastCall(ctx context.Context, out *fastStream, snap *toolcache.
 			return fastAnswer{res: mcp.NewToolResultError("too many concurrent tool calls: this caller is at http.per_principal.max_concurrent_calls")}
 		}
 	}
-	meta := upstreamMeta(ctx, req.Params.Meta)
+	// (The door's session is out.session; a 2026-07-28 call has none.)
+	meta := callMeta(req.Params.Meta, modern, out.session)
 	raw, err := func() (json.RawMessage, error) {
 		defer release()
 		return invoke(upstream.WithRelay(ctx, out), snap, name, call, meta)

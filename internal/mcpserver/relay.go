@@ -248,6 +248,12 @@ func decodeObject(raw json.RawMessage) (map[string]any, error) {
 // The map is read-only: the usual one, a session's level and nothing else,
 // is shared by every call at that level (levelMeta).
 func upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
+	return callMeta(m, server.IsModernRequest(ctx), server.ClientSessionFromContext(ctx))
+}
+
+// callMeta is upstreamMeta for a call whose revision and session (nil for
+// none) the caller knows: the door's own calls, which look neither up.
+func callMeta(m *mcp.Meta, modern bool, session server.ClientSession) map[string]any {
 	var out map[string]any
 	if m != nil {
 		for k, v := range m.AdditionalFields {
@@ -268,8 +274,8 @@ func upstreamMeta(ctx context.Context, m *mcp.Meta) map[string]any {
 			out["progressToken"] = m.ProgressToken
 		}
 	}
-	if _, ok := out[mcp.MetaKeyLogLevel]; !ok && !server.IsModernRequest(ctx) {
-		if ls, ok := server.ClientSessionFromContext(ctx).(server.SessionWithLogging); ok {
+	if _, ok := out[mcp.MetaKeyLogLevel]; !ok && !modern {
+		if ls, ok := session.(server.SessionWithLogging); ok {
 			if out == nil {
 				return levelMeta(ls.GetLogLevel())
 			}
