@@ -470,11 +470,15 @@ func (ep *Endpoint) session(ctx context.Context, req *interceptor.Request, liveO
 		pt = &pinnedThread{Thread: ws, cwd: cwd, user: user, thread: thread}
 		ep.lastThread.Store(pt)
 	}
+	if liveOnly {
+		// Housekeeping, not a use: the process's idle clock stands.
+		if conn, release, ok := ep.pool.TryBorrow(key); ok {
+			return conn, key, pt, release, nil
+		}
+		return nil, key, nil, nil, ErrNotLive
+	}
 	if conn, release, ok := ep.pool.TryGet(key); ok { // the usual case: no deadline to set for the wait
 		return conn, key, pt, release, nil
-	}
-	if liveOnly {
-		return nil, key, nil, nil, ErrNotLive
 	}
 	conn, release, err := ep.start(ctx, key, pt, user, thread)
 	return conn, key, pt, release, err

@@ -291,7 +291,11 @@ func New(opts Options) *Server {
 			if !ok {
 				return "", errUnauthenticated
 			}
-			return s.sessions.mint(p), nil
+			id := s.sessions.mint(p)
+			if minted, ok := ctx.Value(mintedKey{}).(*string); ok {
+				*minted = id // (SSE forgets it if mcp-go does not register it)
+			}
+			return id, nil
 		}),
 	)
 	s.interval = opts.WatchInterval

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,5 +57,41 @@ func TestSessionsPerPrincipalAreCapped(t *testing.T) {
 	}
 	if code, _ := initialize("alice"); code != 200 {
 		t.Errorf("alice after ending one: %d, want 200", code)
+	}
+}
+
+// TestAbandonedInitializeFreesItsPlace: an initialize whose client went
+// away before the answer (mcp-go then never registers the session it
+// minted) holds no place under the cap, so a caller whose connections
+// dropped mid-handshake can still open sessions.
+func TestAbandonedInitializeFreesItsPlace(t *testing.T) {
+	door := mcpserver.New(mcpserver.Options{MaxSessionsPerPrincipal: 2})
+	t.Cleanup(door.Close)
+	alice := principal.Principal{User: "alice", Role: settings.RoleAgent}
+	const body = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cap","version":"1"}}}`
+	initialize := func(abandoned bool) int {
+		ctx := principal.NewContext(context.Background(), alice)
+		if abandoned {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			cancel() // the client is gone before the answer
+		}
+		req := httptest.NewRequestWithContext(ctx, "POST", "http://127.0.0.1/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		door.Streamable().ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for range 3 {
+		initialize(true)
+	}
+	for i := range 2 {
+		if code := initialize(false); code != http.StatusOK {
+			t.Fatalf("alice's session %d after three abandoned handshakes: %d, want 200", i+1, code)
+		}
+	}
+	if code := initialize(false); code != http.StatusTooManyRequests {
+		t.Errorf("alice's third live session: %d, want 429", code)
 	}
 }

@@ -222,6 +222,7 @@ func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdMan
 	m := ownedIDs{o: r.o}
 	if req != nil {
 		m.p, m.authenticated = principal.FromContext(req.Context())
+		m.minted, _ = req.Context().Value(mintedKey{}).(*string)
 	}
 	return m
 }
@@ -231,13 +232,36 @@ type ownedIDs struct {
 	o             *sessionTable
 	p             principal.Principal
 	authenticated bool
+	minted        *string // where the request records the id minted for it, if it does
 }
 
 func (m ownedIDs) Generate() string {
 	if !m.authenticated {
 		return "" // no session; Streamable refuses such requests anyway
 	}
-	return m.o.mint(m.p)
+	id := m.o.mint(m.p)
+	if m.minted != nil {
+		*m.minted = id
+	}
+	return id
+}
+
+// mintedKey is the context key of where a request that may open a session
+// (an initialize POST, a legacy SSE GET) records the id minted for it.
+type mintedKey struct{}
+
+// recordMinted returns r carrying a place for the session id minted while
+// mcp-go serves it, and what to call once mcp-go has: a session mcp-go
+// did not register by then (the client went away before the answer to its
+// initialize, or registration failed) never will be, and no request can
+// name it, so it is forgotten and frees its place under the cap.
+func (s *Server) recordMinted(r *http.Request) (*http.Request, func()) {
+	minted := new(string)
+	return r.WithContext(context.WithValue(r.Context(), mintedKey{}, minted)), func() {
+		if e := s.sessions.get(*minted); e != nil && e.client.Load() == nil {
+			s.sessionEnded(*minted)
+		}
+	}
 }
 
 func (m ownedIDs) Validate(id string) (isTerminated bool, err error) {
@@ -305,6 +329,11 @@ func (s *Server) Streamable() http.Handler {
 		if s.serveTasks(w, r, id, modern) {
 			return
 		}
+		if id == "" && !modern && r.Method == http.MethodPost {
+			var done func()
+			r, done = s.recordMinted(r)
+			defer done()
+		}
 		s.streamable.ServeHTTP(w, r)
 	})
 }
@@ -333,6 +362,8 @@ func (s *Server) SSE() http.Handler {
 			return
 		}
 		s.used()
+		r, done := s.recordMinted(r)
+		defer done()
 		h.ServeHTTP(&noWildcardOrigin{ResponseWriter: w, allowed: w.Header().Get(allowOrigin)}, r)
 	})
 }

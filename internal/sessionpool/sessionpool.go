@@ -194,14 +194,28 @@ func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, r
 // is closed), and the caller then uses Get. It spares a call that finds its
 // session the deadline Get's wait needs.
 func (p *Pool[S]) TryGet(key Key) (sess S, release func(), ok bool) {
+	return p.tryLease(key, true)
+}
+
+// TryBorrow is TryGet for housekeeping (an unsubscribe sent for a departed
+// session): the lease is no use of the session, so it leaves its idle clock
+// and its place among the least recently used as they were, and a process
+// nobody calls still closes when it would have.
+func (p *Pool[S]) TryBorrow(key Key) (sess S, release func(), ok bool) {
+	return p.tryLease(key, false)
+}
+
+func (p *Pool[S]) tryLease(key Key, use bool) (sess S, release func(), ok bool) {
 	p.mu.Lock()
 	e, found := p.entries[key]
 	if p.closed || !found || !p.liveLocked(e) {
 		p.mu.Unlock()
 		return sess, nil, false
 	}
-	p.lru.MoveToFront(e.elem)
-	sess, release, err := p.lease(context.Background(), e) // ready: no wait
+	if use {
+		p.lru.MoveToFront(e.elem)
+	}
+	sess, release, err := p.leaseFor(context.Background(), e, use) // ready: no wait
 	return sess, release, err == nil
 }
 
@@ -217,16 +231,26 @@ func (p *Pool[S]) liveLocked(e *entry[S]) bool {
 
 // lease takes a lease on e (p.mu held, and released here) and waits for it.
 func (p *Pool[S]) lease(ctx context.Context, e *entry[S]) (S, func(), error) {
+	return p.leaseFor(ctx, e, true)
+}
+
+// leaseFor is lease; a lease that is no use of the session (use false)
+// leaves its idle clock as it was.
+func (p *Pool[S]) leaseFor(ctx context.Context, e *entry[S], use bool) (S, func(), error) {
 	var zero S
 	e.leases++
-	e.lastUsed = time.Now()
+	if use {
+		e.lastUsed = time.Now()
+	}
 	p.mu.Unlock()
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
 			p.mu.Lock()
 			e.leases--
-			e.lastUsed = time.Now()
+			if use {
+				e.lastUsed = time.Now()
+			}
 			retire := e.retired && e.leases == 0
 			p.mu.Unlock()
 			if retire {

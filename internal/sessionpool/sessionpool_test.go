@@ -280,3 +280,42 @@ func TestEvents(t *testing.T) {
 		t.Errorf("closed pool: %q, want y closed", e)
 	}
 }
+
+// TestTryBorrowIsNoUse: a session borrowed for housekeeping keeps its
+// place among the least recently used: at the cap, it is the one closed
+// for room, as if it had not been borrowed; a session taken with TryGet
+// moves ahead, as a call's does.
+func TestTryBorrowIsNoUse(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lease   func(*sessionpool.Pool[*fakeSession], sessionpool.Key) (*fakeSession, func(), bool)
+		evicted string
+	}{
+		{"borrow", (*sessionpool.Pool[*fakeSession]).TryBorrow, "a"},
+		{"get", (*sessionpool.Pool[*fakeSession]).TryGet, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := sessionpool.New[*fakeSession](sessionpool.Options{MaxSessions: 2})
+			defer p.Close()
+			d := &dialer{}
+			a, _ := get(p, key("a"), d.dial)
+			b, _ := get(p, key("b"), d.dial)
+			if _, release, ok := tc.lease(p, key("a")); !ok {
+				t.Fatal("the live session was not leased")
+			} else {
+				release()
+			}
+			if _, err := get(p, key("c"), d.dial); err != nil {
+				t.Fatal(err)
+			}
+			closed, kept := a, b
+			if tc.evicted == "b" {
+				closed, kept = b, a
+			}
+			eventually.True(t, "the least recently used session "+tc.evicted+" to close", closed.closed.Load)
+			if kept.closed.Load() {
+				t.Error("the more recently used session was closed")
+			}
+		})
+	}
+}
