@@ -324,8 +324,8 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, sessionID str
 func (s *Server) runSessionCall(ctx context.Context, w http.ResponseWriter, cs server.ClientSession, sess *session, msg *callMessage, snap *toolcache.ToolSet) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	forget := sess.track(callKey(msg.ID), &cancel)
-	defer forget()
+	key := callKey(msg.ID)
+	defer sess.untrack(key, sess.track(key, cancel))
 	s.runCall(ctx, w, cs, msg, snap, false)
 }
 

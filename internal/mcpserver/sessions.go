@@ -51,8 +51,16 @@ type session struct {
 
 	mu sync.Mutex
 	// inflight cancels the door's own calls (fastcall.go) on
-	// notifications/cancelled, by JSON-RPC id as sent.
-	inflight map[string]*context.CancelFunc
+	// notifications/cancelled, by JSON-RPC id as sent; tracked numbers
+	// its registrations.
+	inflight map[string]inflightCall
+	tracked  uint64
+}
+
+// inflightCall is one registration of a door's call (session.track).
+type inflightCall struct {
+	cancel context.CancelFunc
+	n      uint64
 }
 
 func newSessionTable(parent context.Context) *sessionTable {
@@ -172,30 +180,35 @@ func (e *session) fresh(d time.Duration) bool {
 }
 
 // track registers cancel as the door's call with JSON-RPC id key, and
-// returns what forgets it.
-func (e *session) track(key string, cancel *context.CancelFunc) (forget func()) {
+// returns the registration's number, which untrack takes.
+func (e *session) track(key string, cancel context.CancelFunc) uint64 {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.inflight == nil {
-		e.inflight = map[string]*context.CancelFunc{}
+		e.inflight = map[string]inflightCall{}
 	}
-	e.inflight[key] = cancel
+	e.tracked++
+	e.inflight[key] = inflightCall{cancel: cancel, n: e.tracked}
+	return e.tracked
+}
+
+// untrack forgets registration n of key, unless a later call with the
+// same id has replaced it.
+func (e *session) untrack(key string, n uint64) {
+	e.mu.Lock()
+	if c, ok := e.inflight[key]; ok && c.n == n {
+		delete(e.inflight, key)
+	}
 	e.mu.Unlock()
-	return func() {
-		e.mu.Lock()
-		if e.inflight[key] == cancel {
-			delete(e.inflight, key)
-		}
-		e.mu.Unlock()
-	}
 }
 
 // cancelled cancels the door's call with JSON-RPC id key, if it runs one.
 func (e *session) cancelled(key string) {
 	e.mu.Lock()
-	cancel := e.inflight[key]
+	c := e.inflight[key]
 	e.mu.Unlock()
-	if cancel != nil {
-		(*cancel)()
+	if c.cancel != nil {
+		c.cancel()
 	}
 }
 
