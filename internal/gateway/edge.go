@@ -200,25 +200,20 @@ func (s *Server) checkEdge(next echo.HandlerFunc) echo.HandlerFunc {
 // deadlines bounds one request's body read and response write per request,
 // through the connection, instead of server-wide: a server-wide read
 // timeout would cancel a long call or an event stream once it passed, and
-// a write timeout would end every stream. The body is read whole here
-// (BodyLimit caps it) under http.body_read_timeout, then the read deadline
-// is lifted; on Serve's connections the deadline is given to the socket
-// only if a read has to wait for it, so a body that came with its headers
-// costs no timer. The write deadline starts when the response does, so it
-// bounds a slow reader, not a slow tool. Event streams bound each write
-// instead.
+// a write timeout would end every stream. It is first in the edge chain,
+// so that every answer is bounded, a refusal too: net/http reads (and
+// drops) up to 256 KiB of a body nobody read before it writes an answer,
+// which a client trickling its body could otherwise stretch without end.
+// The body is read whole later (wholeBody, under BodyLimit) within
+// http.body_read_timeout; on Serve's connections that deadline is given to
+// the socket only if a read has to wait for it, so a body that came with
+// its headers costs no timer. The write deadline starts when the response
+// does, so it bounds a slow reader, not a slow tool. Event streams bound
+// each write instead.
 func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		// Through Serve the connection is at hand; through another server
-		// (a test's), the response controller reaches it.
-		var rc deadliner
-		lc, _ := req.Context().Value(connKey{}).(*limitedConn)
-		if lc != nil {
-			rc = lc
-		} else {
-			rc = http.NewResponseController(c.Response().Writer)
-		}
+		lc, rc := connDeadlines(c)
 		// Lift the previous response's deadline on a kept-alive connection
 		// (a "100 Continue" is written before this response starts).
 		_ = rc.SetWriteDeadline(time.Time{})
@@ -227,13 +222,35 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 				_ = rc.SetWriteDeadline(time.Now().Add(s.http.WriteTimeout))
 			}
 		})
+		if req.ContentLength != 0 {
+			if deadline := time.Now().Add(s.http.BodyReadTimeout); lc != nil {
+				lc.deferReadDeadline(deadline) // most bodies came with their headers
+			} else {
+				_ = rc.SetReadDeadline(deadline)
+			}
+		}
+		return next(c)
+	}
+}
+
+// connDeadlines is what sets the deadlines of c's connection: through
+// Serve the connection itself (lc), through another server (a test's) the
+// response controller that reaches it.
+func connDeadlines(c echo.Context) (lc *limitedConn, rc deadliner) {
+	lc, _ = c.Request().Context().Value(connKey{}).(*limitedConn)
+	if lc != nil {
+		return lc, lc
+	}
+	return nil, http.NewResponseController(c.Response().Writer)
+}
+
+// wholeBody reads a request's body whole (BodyLimit, before it, caps it)
+// under the deadline deadlines set, then lifts that deadline.
+func (s *Server) wholeBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
 		if req.ContentLength == 0 {
 			return next(c)
-		}
-		if deadline := time.Now().Add(s.http.BodyReadTimeout); lc != nil {
-			lc.deferReadDeadline(deadline) // most bodies came with their headers
-		} else {
-			_ = rc.SetReadDeadline(deadline)
 		}
 		body, err := readAll(req.Body, req.ContentLength)
 		if err != nil {
@@ -241,6 +258,7 @@ func (s *Server) deadlines(next echo.HandlerFunc) echo.HandlerFunc {
 			// this body is never read.
 			c.Response().Header().Set(echo.HeaderConnection, "close")
 		} else {
+			_, rc := connDeadlines(c)
 			_ = rc.SetReadDeadline(time.Time{})
 		}
 		var he *echo.HTTPError

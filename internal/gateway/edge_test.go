@@ -252,7 +252,8 @@ func TestOwnPageOriginUnderWildcardHosts(t *testing.T) {
 }
 
 // A client that sends its headers or its body a byte at a time is cut off
-// after the header or body timeout; a client that sends promptly is served.
+// after the header or body timeout, also when its request is refused; a
+// client that sends promptly is served.
 func TestSlowClientsAreDisconnected(t *testing.T) {
 	t.Parallel()
 	cache := toolcache.New(toolcache.Options{ConfigPath: writeTemp(t, `{"mcpServers": {}}`)})
@@ -266,6 +267,10 @@ func TestSlowClientsAreDisconnected(t *testing.T) {
 	}{
 		{"headers byte by byte", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", 'a', ""},
 		{"body byte by byte", "POST /api/mcp/cache/reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n\"", 'a', "HTTP/1.1 408"},
+		// A refusal's body is read (and dropped) by net/http before the
+		// answer: under the same deadline.
+		{"refused body byte by byte", "POST /api/mcp/cache/reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n", 'a', "HTTP/1.1 415"},
+		{"unknown host, body byte by byte", "POST /api/mcp/cache/reset HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n", 'a', "HTTP/1.1 403"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

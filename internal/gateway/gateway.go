@@ -151,7 +151,7 @@ func New(opts Options) *Server {
 	// middleware per request); the gateway's are composed once here. The
 	// edge chain runs for every request, routed or not, and ends in the
 	// route Echo found; each route's own chain is built when it is added.
-	edgeChain := []echo.MiddlewareFunc{s.requestID, s.logRequests, middleware.Recover(), s.checkEdge}
+	edgeChain := []echo.MiddlewareFunc{s.deadlines, s.requestID, s.logRequests, middleware.Recover(), s.checkEdge}
 	if len(s.edge.origins) > 0 { // answer allowed pages' preflights; checkEdge already refused the rest
 		allow, expose := slices.Clone(corsAllowHeaders), []string{echo.HeaderXRequestID}
 		if s.door != nil {
@@ -161,7 +161,7 @@ func New(opts Options) *Server {
 		edgeChain = append(edgeChain, middleware.CORSWithConfig(middleware.CORSConfig{AllowOrigins: s.edge.originList,
 			AllowHeaders: allow, ExposeHeaders: expose}))
 	}
-	edgeChain = append(edgeChain, middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)), s.deadlines)
+	edgeChain = append(edgeChain, middleware.BodyLimit(fmt.Sprint(MaxBodyBytes)), s.wholeBody)
 	edged := compose(func(c echo.Context) error { return c.Handler()(c) }, edgeChain...)
 	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return edged }) // (its next is always c.Handler())
 
