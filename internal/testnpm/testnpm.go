@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,8 +87,14 @@ func Unavailable(t testing.TB, msg string) {
 }
 
 // StartEverythingHTTP starts server-everything in streamable HTTP mode on a
-// free port, waits until the port accepts TCP connections and returns its
+// free port, waits until it accepts TCP connections there and returns its
 // endpoint, http://127.0.0.1:<port>/mcp.
+//
+// The server cannot be handed a listening socket, so the port is picked
+// first and can be taken by another process before the server binds it
+// (the server then exits with "already in use", and a connection to the
+// port reaches the other process). So the port is accepted only once the
+// listening socket is the server's own, and another is tried otherwise.
 //
 // The server listens on all interfaces; tests only ever connect to
 // 127.0.0.1. Its event store is never trimmed, so its memory grows with every
@@ -99,8 +106,24 @@ func Unavailable(t testing.TB, msg string) {
 func StartEverythingHTTP(t testing.TB) string {
 	t.Helper()
 	index := Everything(t)
-	port := freePort(t)
+	for attempt := 1; ; attempt++ {
+		url, inUse := startEverythingHTTP(t, index, freePort(t))
+		if !inUse {
+			return url
+		}
+		if attempt == maxPortAttempts {
+			t.Fatalf("testnpm: server-everything found its port taken %d times", attempt)
+		}
+	}
+}
 
+// maxPortAttempts bounds the ports StartEverythingHTTP tries.
+const maxPortAttempts = 5
+
+// startEverythingHTTP is one attempt of StartEverythingHTTP, on port;
+// inUse reports that another process had the port.
+func startEverythingHTTP(t testing.TB, index string, port int) (url string, inUse bool) {
+	t.Helper()
 	cmd := exec.Command("node", index, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	var out testmcp.LockedBuffer
@@ -109,34 +132,36 @@ func StartEverythingHTTP(t testing.TB) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testnpm: start server-everything: %v", err)
 	}
-
 	proc := testmcp.Supervise(t, fmt.Sprintf("server-everything (streamableHttp, port %d)", port), cmd, out.Bytes)
-	exited := proc.Exited
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(startTimeout)
 	for {
 		select {
-		case <-exited:
+		case <-proc.Exited:
+			if strings.Contains(string(out.Bytes()), "already in use") {
+				return "", true
+			}
 			t.Fatalf("testnpm: server-everything exited before accepting connections on %s: %v\noutput:\n%s", addr, proc.Err(), out.Bytes())
 		default:
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			conn.Close()
-			break
-		}
-		if time.Now().After(deadline) {
+			if owner, known := listening(cmd.Process.Pid, port); owner || !known {
+				return "http://" + addr + "/mcp", false
+			}
+			// Another process listens there: ours is about to exit.
+		} else if time.Now().After(deadline) {
 			t.Fatalf("testnpm: server-everything did not accept connections on %s within %s: %v\noutput:\n%s", addr, startTimeout, err, out.Bytes())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp"
 }
 
 // freePort asks the kernel for a free loopback port and releases it for the
-// server to take. Another process could take it in between; the server then
-// exits at once (EADDRINUSE) and StartEverythingHTTP reports that.
+// server to take (StartEverythingHTTP copes with another process taking it
+// in between).
 func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -148,4 +173,42 @@ func freePort(t testing.TB) int {
 		t.Fatalf("testnpm: release port %d: %v", port, err)
 	}
 	return port
+}
+
+// listening reports whether process pid holds a TCP socket listening on
+// port; known is false where that cannot be read (no /proc).
+func listening(pid, port int) (owner, known bool) {
+	inodes := map[string]bool{}
+	read := false
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		read = true
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, ok := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseUint(hexPort, 16, 16); ok && err == nil && int(p) == port {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	if !read {
+		return false, false
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false, true // gone: not ours
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
+			return true, true
+		}
+	}
+	return false, true
 }
