@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/antler-mcp/antler/internal/eventually"
 )
 
 // TestMetricsAndAuditAfterRealTraffic runs antler serve with metrics and the
@@ -29,11 +30,21 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 		"submit_tool": "submit_report", "status_tool": "get_report_status", "cancel_tool": "cancel_report"}]}}}`, demo, reports)
 	write(t, cfg, doc)
 	hook := newHookReceiver(t)
-	metricsAddr := freeAddr(t)
 	auditFile := filepath.Join(dir, "audit.jsonl")
-	set := write(t, filepath.Join(dir, "antler.yaml"), fmt.Sprintf("audit_log: "+auditFile+"\nmetrics: true\nmetrics_listen: %s\nmcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n"+
-		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", metricsAddr, hook.srv.URL, hookSecret))
+	set := write(t, filepath.Join(dir, "antler.yaml"), fmt.Sprintf("audit_log: "+auditFile+"\nmetrics: true\nmetrics_listen: 127.0.0.1:0\nmcp_tasks:\n  enabled: true\n  poll_interval_seconds: 1\n"+
+		"  notifications:\n    webhook_url: %s/hook\n    webhook_secret: %s\n", hook.srv.URL, hookSecret))
 	host := startServe(t, antler, "--config", cfg, "--settings", set, "--data", filepath.Join(dir, "data"))
+	// The kernel picks the metrics port (a port picked free and released
+	// could be another process's by the time the host listens), and the
+	// host logs where it listens.
+	var metricsAddr string
+	eventually.Check(t, "the host logs the metrics address", func() (bool, string) {
+		m := regexp.MustCompile(`msg="metrics listening" addr=http://(\S+)/metrics`).FindStringSubmatch(host.errb.String())
+		if m != nil {
+			metricsAddr = m[1]
+		}
+		return m != nil, host.errb.String()
+	})
 
 	if code, res := host.do("POST", "/api/mcp/tools/demo_echo/call", `{"arguments": {"message": "secret-argument-canary"}, "thread_id": "thread-canary"}`); code != 200 || res["isError"] == true {
 		t.Fatalf("echo: %d %v", code, res)
@@ -133,18 +144,6 @@ func TestMetricsAndAuditAfterRealTraffic(t *testing.T) {
 			t.Errorf("the audit log shows %q", never)
 		}
 	}
-}
-
-// freeAddr is a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 func get(t *testing.T, url string) string {
