@@ -309,7 +309,10 @@ type TaskToolset struct {
 	// Driver names a plugin task driver for this toolset, as an
 	// mcpInterceptors entry ("wasm:<path>", "process:<path>" or an object);
 	// nil keeps the built-in ordinary-tools driver. It is validated JSON.
-	Driver json.RawMessage `json:"driver,omitempty"`
+	// Never encoded: the toolset is shown to every principal with its submit
+	// tool, and the driver's config holds $VAR values already resolved and
+	// its path is the host's.
+	Driver json.RawMessage `json:"-"`
 }
 
 // TaskDriverSpec is one plugin task driver, as configured: a task
