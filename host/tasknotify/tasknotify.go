@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/antler-mcp/antler/internal/egress"
 )
 
 // Instruction is the trusted text that tells an agent how to treat an event
@@ -210,7 +212,7 @@ func (w *Webhook) Notify(ctx context.Context, e Event) error {
 	// A redirect is an answer, not a delivery: following it would turn the
 	// POST into a bodiless GET (301-303) whose 200 looks like success, or
 	// send the signed body elsewhere (307, 308).
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client.CheckRedirect = egress.NoRedirects
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/egress"
 	"github.com/antler-mcp/antler/internal/header"
 )
 
@@ -77,7 +78,13 @@ func New(ext *config.Extensions, opts Options) *Manager {
 		m.timeout = RequestTimeout
 	}
 	if m.client == nil {
-		m.client = &http.Client{}
+		m.client = egress.Client(nil)
+	} else {
+		// A token endpoint's redirect would resend the client secret
+		// elsewhere (307, 308): never followed, whoever built the client.
+		c := *m.client
+		c.CheckRedirect = egress.NoRedirects
+		m.client = &c
 	}
 	if m.now == nil {
 		m.now = time.Now

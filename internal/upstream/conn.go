@@ -29,6 +29,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/antler-mcp/antler/internal/config"
+	"github.com/antler-mcp/antler/internal/egress"
 )
 
 // ClientName is the implementation name sent to upstream servers.
@@ -405,6 +406,7 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 	// Headers go only through the header function: mcp-go applies static
 	// headers after per-call ones, which would invert Antler's order.
 	case config.TransportHTTP:
+		c.requests = newRequestGate(c.replyHTTP)
 		topts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaderFunc(c.headerFunc), transport.WithHTTPBasicClient(c.httpClient())}
 		if c.resumed != "" {
 			topts = append(topts, transport.WithSession(c.resumed))
@@ -418,9 +420,11 @@ func (c *Conn) newTransport() (transport.Interface, error) {
 	return nil, fmt.Errorf("unsupported transport %q", srv.Type)
 }
 
-// httpClient reads every response through the result cap.
+// httpClient reads every response through the result cap, the event
+// streams held back while the request gate is full, and follows no redirect
+// (egress).
 func (c *Conn) httpClient() *http.Client {
-	return &http.Client{Transport: &sessionEndHeaders{base: &capRoundTripper{base: http.DefaultTransport, cap: c.results}, headers: c.headerFunc, keep: c.keep.Load}}
+	return egress.Client(&sessionEndHeaders{base: &capRoundTripper{base: http.DefaultTransport, cap: c.results, gate: c.requests}, headers: c.headerFunc, keep: c.keep.Load})
 }
 
 // sessionEndHeaders sets the connection's headers on the DELETE that ends
@@ -475,7 +479,7 @@ func (c *Conn) startStdio(env []string) (transport.Interface, error) {
 		return nil, fmt.Errorf("start: failed to start command: %w", err)
 	}
 	in := &lockedWriter{w: stdin}
-	c.requests = newRequestGate(in, c.abort)
+	c.requests = newRequestGate(stdioReplies(in, c.abort))
 	out := newLineLimiter(stdout, c.results, false)
 	out.gate = c.requests
 	c.raw = newRawLines(out, in)

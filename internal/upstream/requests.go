@@ -11,54 +11,135 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// maxServerRequests bounds the server→client requests (roots/list, ping)
-// a stdio connection handles at once: past it, the child's stdout is not
-// read until one is answered.
+// maxServerRequests bounds the server→client requests (roots/list, ping,
+// sampling, elicitation) a connection handles at once: past it, the
+// server's stdout (stdio) or the event streams of its answers (streamable
+// HTTP) are not read until one is answered.
 const maxServerRequests = 32
 
-// replyWriteTimeout is how long the reply to a server request may wait to
-// be written before the session is ended: the child has stopped reading its
-// stdin.
+// replyWriteTimeout is how long the reply to a server request may take to
+// be written: on stdio the session is then ended (the child has stopped
+// reading its stdin); over HTTP the reply's POST is given up.
 const replyWriteTimeout = 5 * time.Second
 
-// requestGate bounds a stdio child's requests to the host. mcp-go starts a
-// goroutine per request that writes its reply, and a child that floods
-// requests without reading its stdin had every one of them blocked on the
-// full pipe. The gate writes the replies itself (a reply write stuck for
-// replyWriteTimeout ends the session), and the stdout reader waits while
-// maxServerRequests are unanswered, so the child is held back by its own
-// full stdout instead of the host growing. A request relayed to a
-// downstream client (relay.go) holds its place until the client answers or
-// RelayTimeout passes; the stuck-reply timer starts only once the answer is
-// there, since it is about writing the reply.
+// requestGate bounds a server's requests to the host. mcp-go starts a
+// goroutine per request that sends its reply (over HTTP, a POST of its
+// own), and a server that floods requests without taking the replies (a
+// child that does not read its stdin, an HTTP server that holds the reply
+// POSTs open) had every one of them held, the host growing with whatever
+// the server sent. The gate sends the replies itself (send), and the reader
+// of the server's messages waits while maxServerRequests are unanswered,
+// so the server is held back by its own unread output instead. A request
+// relayed to a downstream client (relay.go) holds its place until the
+// client answers or RelayTimeout passes; the reply's timeout starts only
+// once the answer is there, since it is about sending the reply.
+//
+// A request is counted from the moment the reader hands it to mcp-go
+// (reserve), not from when mcp-go's goroutine for it starts: a reader
+// that raced ahead of those goroutines let a stream of small requests
+// through by the hundred. A reservation mcp-go never claims (a message it
+// could not read) is dropped after unclaimedAfter.
 type requestGate struct {
-	w     *lockedWriter
-	abort func() // ends the session
+	send func(ctx context.Context, reply []byte) error
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	pending int
-	closed  bool
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  int                // handlers running, and requests reserved for one
+	reserved map[string][]int64 // by id: when each unclaimed request was handed over
+	closed   bool
 }
 
-func newRequestGate(w *lockedWriter, abort func()) *requestGate {
-	g := &requestGate{w: w, abort: abort}
+// unclaimedAfter is how long a request handed to mcp-go keeps its place
+// before its handler starts: ordinarily microseconds.
+const unclaimedAfter = time.Second
+
+func newRequestGate(send func(ctx context.Context, reply []byte) error) *requestGate {
+	g := &requestGate{send: send, reserved: map[string][]int64{}}
 	g.cond = sync.NewCond(&g.mu)
 	return g
+}
+
+// reserve counts the request id, handed to mcp-go, until its handler
+// claims it.
+func (g *requestGate) reserve(id string) {
+	g.mu.Lock()
+	g.pending++
+	g.reserved[id] = append(g.reserved[id], time.Now().UnixNano())
+	g.mu.Unlock()
+}
+
+// claim moves request id's place to its handler, or takes one when it had
+// none (the request came another way, or its reservation was dropped).
+func (g *requestGate) claim(id string) {
+	g.mu.Lock()
+	if at := g.reserved[id]; len(at) > 0 {
+		if len(at) == 1 {
+			delete(g.reserved, id)
+		} else {
+			g.reserved[id] = at[1:]
+		}
+	} else {
+		g.pending++
+	}
+	g.mu.Unlock()
+}
+
+// dropUnclaimedLocked frees the places of requests handed over before
+// cutoff and never claimed, reporting whether any are left to expire.
+func (g *requestGate) dropUnclaimedLocked(cutoff int64) (left bool) {
+	for id, at := range g.reserved {
+		n := 0
+		for n < len(at) && at[n] < cutoff {
+			n++
+		}
+		g.pending -= n
+		if n == len(at) {
+			delete(g.reserved, id)
+		} else {
+			g.reserved[id] = at[n:]
+			left = true
+		}
+	}
+	return left
+}
+
+// stdioReplies writes each reply as a line on w; one stuck for
+// replyWriteTimeout calls abort.
+func stdioReplies(w *lockedWriter, abort func()) func(context.Context, []byte) error {
+	return func(_ context.Context, reply []byte) error {
+		stuck := time.AfterFunc(replyWriteTimeout, abort)
+		_, err := w.Write(append(reply, '\n'))
+		stuck.Stop()
+		return err
+	}
 }
 
 // wait holds the reader back while the gate is full.
 func (g *requestGate) wait() {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	for g.pending >= maxServerRequests && !g.closed {
-		g.cond.Wait()
+		if g.dropUnclaimedLocked(time.Now().Add(-unclaimedAfter).UnixNano()) && g.pending >= maxServerRequests {
+			// Woken to drop them if nothing else wakes it first.
+			t := time.AfterFunc(unclaimedAfter, func() {
+				g.mu.Lock()
+				g.cond.Broadcast()
+				g.mu.Unlock()
+			})
+			g.cond.Wait()
+			t.Stop()
+			continue
+		}
+		if g.pending >= maxServerRequests {
+			g.cond.Wait()
+		}
 	}
-	g.mu.Unlock()
 }
 
-func (g *requestGate) add(n int) {
+// done frees a handler's place.
+func (g *requestGate) done() {
 	g.mu.Lock()
-	g.pending += n
+	g.pending--
 	g.cond.Broadcast()
 	g.mu.Unlock()
 }
@@ -71,12 +152,12 @@ func (g *requestGate) close() {
 	g.mu.Unlock()
 }
 
-// wrap answers each request with h and writes the reply itself, so mcp-go
-// writes none.
+// wrap answers each request with h and sends the reply itself, so mcp-go
+// sends none.
 func (g *requestGate) wrap(h transport.RequestHandler) transport.RequestHandler {
 	return func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		g.add(1)
-		defer g.add(-1)
+		g.claim(req.ID.String())
+		defer g.done()
 		resp, err := h(ctx, req)
 		if err != nil {
 			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil)
@@ -88,9 +169,7 @@ func (g *requestGate) wrap(h transport.RequestHandler) transport.RequestHandler 
 		if err != nil {
 			return nil, nil
 		}
-		stuck := time.AfterFunc(replyWriteTimeout, g.abort)
-		_, _ = g.w.Write(append(b, '\n'))
-		stuck.Stop()
+		_ = g.send(ctx, b)
 		return nil, nil
 	}
 }

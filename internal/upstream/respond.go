@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -78,10 +77,7 @@ func (c *Conn) Respond(ctx context.Context, id, result json.RawMessage) error {
 		if c.requests == nil {
 			return fmt.Errorf("respond: %w", ErrConnectionClosed)
 		}
-		stuck := time.AfterFunc(replyWriteTimeout, c.requests.abort)
-		_, err := c.requests.w.Write(append(body, '\n'))
-		stuck.Stop()
-		if err != nil {
+		if err := c.requests.send(ctx, body); err != nil {
 			return fmt.Errorf("respond: %w: %w", ErrConnectionClosed, err)
 		}
 		return nil
@@ -91,8 +87,23 @@ func (c *Conn) Respond(ctx context.Context, id, result json.RawMessage) error {
 	return fmt.Errorf("respond over %s: %w", c.server.Type, ErrCannotRespond)
 }
 
+// replyKey marks the context of a response's POST: the event stream a
+// server may answer it with is not held back by the request gate, which
+// waits for that POST.
+type replyKey struct{}
+
+// replyHTTP is the request gate's sender over streamable HTTP: the reply to
+// a server request, POSTed within replyWriteTimeout of the handler's end
+// (however long a relayed request waited for its client).
+func (c *Conn) replyHTTP(ctx context.Context, body []byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replyWriteTimeout)
+	defer cancel()
+	return c.respondHTTP(ctx, body)
+}
+
 // respondHTTP POSTs a response on the connection's protocol session.
 func (c *Conn) respondHTTP(ctx context.Context, body []byte) error {
+	ctx = context.WithValue(ctx, replyKey{}, true)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.server.URL, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("respond: %w", err)

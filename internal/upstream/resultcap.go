@@ -207,7 +207,11 @@ type lineLimiter struct {
 	r    io.Reader
 	cap  *resultCap
 	sse  bool
-	gate *requestGate // when set, reading waits while it is full
+	gate *requestGate // when set, each server request waits for room in it
+	// held are the server requests in out not yet returned, by where each
+	// ends: Read returns one at a time, each once the gate has room, and
+	// reserves its place as it hands over its last byte.
+	held []heldRequest
 
 	buf     []byte // read buffer
 	out     []byte // processed bytes not yet returned
@@ -235,15 +239,18 @@ func newLineLimiter(r io.Reader, c *resultCap, sse bool) *lineLimiter {
 	return &lineLimiter{r: r, cap: c, sse: sse, buf: make([]byte, 32<<10)}
 }
 
+// heldRequest is a server request in a lineLimiter's out.
+type heldRequest struct {
+	end int // the offset in out after its last byte
+	id  string
+}
+
 func (l *lineLimiter) Read(p []byte) (int, error) {
 	for l.pos == len(l.out) {
 		if l.err != nil {
 			return 0, l.err
 		}
-		l.out, l.pos = l.out[:0], 0
-		if l.gate != nil {
-			l.gate.wait()
-		}
+		l.out, l.pos, l.held = l.out[:0], 0, l.held[:0]
 		n, err := l.r.Read(l.buf)
 		l.process(l.buf[:n])
 		if err != nil {
@@ -255,8 +262,18 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 			}
 		}
 	}
-	n := copy(p, l.out[l.pos:])
-	l.pos += n
+	if len(l.held) == 0 {
+		n := copy(p, l.out[l.pos:])
+		l.pos += n
+		return n, nil
+	}
+	l.gate.wait()
+	h := l.held[0]
+	n := copy(p, l.out[l.pos:h.end])
+	if l.pos += n; l.pos == h.end {
+		l.gate.reserve(h.id)
+		l.held = l.held[1:]
+	}
 	return n, nil
 }
 
@@ -379,6 +396,11 @@ func (l *lineLimiter) endMsg(terminated bool) {
 		l.out = append(l.out, '\n')
 	}
 	if !cut {
+		if l.gate != nil && s.method && s.idSeen {
+			if id, ok := s.id(); ok {
+				l.held = append(l.held, heldRequest{end: len(l.out), id: id.String()})
+			}
+		}
 		return
 	}
 	id, ok := s.id()
@@ -548,6 +570,10 @@ func (s *msgScan) id() (mcp.RequestId, bool) {
 type capRoundTripper struct {
 	base http.RoundTripper
 	cap  *resultCap
+	// gate, when set, holds the reading of an event stream back while the
+	// server's requests fill it; never the stream of a reply's own POST,
+	// which the gate waits on.
+	gate *requestGate
 }
 
 var _ http.RoundTripper = (*capRoundTripper)(nil)
@@ -558,7 +584,11 @@ func (t *capRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
-		resp.Body = readCloser{newLineLimiter(resp.Body, t.cap, true), resp.Body}
+		l := newLineLimiter(resp.Body, t.cap, true)
+		if _, reply := req.Context().Value(replyKey{}).(bool); !reply {
+			l.gate = t.gate
+		}
+		resp.Body = readCloser{l, resp.Body}
 	} else {
 		call, _ := req.Context().Value(capCallKey{}).(*capCall)
 		resp.Body = readCloser{&bodyLimiter{r: resp.Body, max: t.cap.max, call: call}, resp.Body}
