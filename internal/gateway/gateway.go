@@ -50,9 +50,10 @@ type Options struct {
 	// connection cap and per-principal limits (zero fields: defaults).
 	HTTP HTTPOptions
 	// MCP, when set, builds the MCP endpoint served at /mcp, /sse and
-	// /messages. It is given the gateway's per-principal tool-call slots,
-	// so one cap holds across both doors. Nil: those routes are not served.
-	MCP func(calls *principal.Slots) MCPDoor
+	// /messages. It is given the gateway's per-principal slots, so one cap
+	// of tool calls and one of open streams hold across both doors. Nil:
+	// those routes are not served.
+	MCP func(slots DoorSlots) MCPDoor
 	// Pages are served to GET without a key, under the edge's rules: the
 	// OpenAPI document, the dashboard's files. A path ending in "*" serves
 	// every path under it. A page must hold no secret or configuration.
@@ -63,6 +64,14 @@ type Options struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ to admin principals
 	// (settings debug.pprof; off by default).
 	Pprof bool
+}
+
+// DoorSlots are the gateway's per-principal caps an MCP door shares: the
+// tool calls a caller has in flight (http.per_principal.max_concurrent_calls)
+// and the streams it holds open (max_event_streams), the door's POSTs that
+// stay open until an event included.
+type DoorSlots struct {
+	Calls, Streams *principal.Slots
 }
 
 // MCPDoor is the MCP endpoint the gateway routes to (mcpserver.Server).
@@ -140,7 +149,7 @@ func New(opts Options) *Server {
 		opts.Cache.ReserveHostTools(tasktools.HostTools())
 	}
 	if opts.MCP != nil {
-		s.door = opts.MCP(s.callSlots)
+		s.door = opts.MCP(DoorSlots{Calls: s.callSlots, Streams: s.streamSlots})
 	}
 	e := s.echo
 	e.HideBanner, e.HidePort = true, true

@@ -243,7 +243,7 @@ func TestRouteWalkMatcher(t *testing.T) {
 // everyRoute are options that turn every optional route on, as antler
 // serve does: the MCP door, the pages, metrics and pprof.
 func everyRoute(cache *toolcache.Cache) Options {
-	return Options{Cache: cache, Auth: principal.New(nil), Pprof: true, MCP: func(*principal.Slots) MCPDoor { return nopDoor{} },
+	return Options{Cache: cache, Auth: principal.New(nil), Pprof: true, MCP: func(DoorSlots) MCPDoor { return nopDoor{} },
 		Pages:   map[string]http.Handler{openapi.Path: openapi.Handler("test"), dashboard.Prefix + "*": dashboard.Handler()},
 		Metrics: http.NotFoundHandler()}
 }

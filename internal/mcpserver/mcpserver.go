@@ -116,6 +116,11 @@ type Options struct {
 	// is held until the upstream call ends: a 2026-07-28 call holds it
 	// across its rounds, its retries take none.
 	CallSlots *principal.Slots
+	// StreamSlots caps the streams each caller holds open (nil: no cap);
+	// the gateway passes the slots its GET streams take from. A POST the
+	// door holds open until an event (subscriptions/listen, a 2025-11-25
+	// tasks/result) takes one for as long as it is open.
+	StreamSlots *principal.Slots
 	// MaxRoundsPerPrincipal caps the 2026-07-28 calls one caller holds
 	// suspended, waiting for its answer to an input request; the call that
 	// would pass it is ended with an error result (0: the CallSlots cap,
@@ -155,11 +160,12 @@ type Options struct {
 
 // Server is the MCP door.
 type Server struct {
-	cache *toolcache.Cache
-	tasks *tasktools.Tools
-	spec  *specTasks
-	log   *slog.Logger
-	calls *principal.Slots
+	cache   *toolcache.Cache
+	tasks   *tasktools.Tools
+	spec    *specTasks
+	log     *slog.Logger
+	calls   *principal.Slots
+	streams *principal.Slots
 	// threadPerUser is Options.DefaultThread == ThreadPerUser.
 	threadPerUser bool
 
@@ -214,7 +220,7 @@ func New(opts Options) *Server {
 	if maxEvents <= 0 {
 		maxEvents = DefaultMaxEventsPerSession
 	}
-	s := &Server{cache: opts.Cache, tasks: tasktools.New(opts.Tasks, log), log: log, calls: opts.CallSlots, agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
+	s := &Server{cache: opts.Cache, tasks: tasktools.New(opts.Tasks, log), log: log, calls: opts.CallSlots, streams: opts.StreamSlots, agg: newAggregate(opts.ListPageSize), maxSessions: opts.MaxSessionsPerPrincipal}
 	if s.maxSessions <= 0 {
 		s.maxSessions = DefaultMaxSessionsPerPrincipal
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ type sessionTable struct {
 	mu     sync.RWMutex
 	by     map[string]*session
 	per    map[principal.Principal]int
+	// admitting counts, per principal, the initialize requests admitted
+	// under the cap whose session may not be minted yet (admit).
+	admitting map[principal.Principal]int
 }
 
 // session is one MCP session's record. Its owner and life are set when it
@@ -64,7 +68,29 @@ type inflightCall struct {
 }
 
 func newSessionTable(parent context.Context) *sessionTable {
-	return &sessionTable{parent: parent, by: map[string]*session{}, per: map[principal.Principal]int{}}
+	return &sessionTable{parent: parent, by: map[string]*session{}, per: map[principal.Principal]int{}, admitting: map[principal.Principal]int{}}
+}
+
+// admit takes one of p's max places for the session an initialize request
+// may open, or reports false when p's live sessions and the initializes
+// already admitted fill them. The place is counted until release is called
+// (once mcp-go has served the request, when a session it minted counts as
+// live): initializes sent at once cannot all pass a cap that each of them
+// checked alone.
+func (t *sessionTable) admit(p principal.Principal, max int) (release func(), ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.per[p]+t.admitting[p] >= max {
+		return nil, false
+	}
+	t.admitting[p]++
+	return func() {
+		t.mu.Lock()
+		if t.admitting[p]--; t.admitting[p] <= 0 {
+			delete(t.admitting, p)
+		}
+		t.mu.Unlock()
+	}, true
 }
 
 // mint makes a new session id owned by p.
@@ -97,13 +123,6 @@ func (t *sessionTable) owned(id string, p principal.Principal) *session {
 
 // owns reports whether id is a live session of p.
 func (t *sessionTable) owns(id string, p principal.Principal) bool { return t.owned(id, p) != nil }
-
-// held is the number of live sessions p owns.
-func (t *sessionTable) held(p principal.Principal) int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.per[p]
-}
 
 // ofUser are the live sessions of user's principals.
 func (t *sessionTable) ofUser(user string) []string {
@@ -328,9 +347,6 @@ func (s *Server) Streamable() http.Handler {
 		case id == "" && !modern && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
 			return
-		case id == "" && r.Method == http.MethodPost && s.sessions.held(p) >= s.maxSessions && isInitialize(r):
-			http.Error(w, fmt.Sprintf("too many MCP sessions: this caller already holds %d (end one with DELETE /mcp, or let one idle out)", s.maxSessions), http.StatusTooManyRequests)
-			return
 		}
 		if r.Method == http.MethodGet && id != "" {
 			defer s.listeners.opened(id)()
@@ -338,11 +354,27 @@ func (s *Server) Streamable() http.Handler {
 		if s.serveCall(w, r, id, sess) {
 			return
 		}
+		if r.Method == http.MethodPost && s.streams != nil && heldOpen(r) {
+			release, ok := s.streams.Acquire(p.User)
+			if !ok {
+				http.Error(w, fmt.Sprintf("too many open event streams: this caller already has %d open (http.per_principal.max_event_streams)", s.streams.Max()), http.StatusTooManyRequests)
+				return
+			}
+			defer release()
+		}
 		r = r.WithContext(context.WithValue(r.Context(), streamableKey{}, true))
 		if s.serveTasks(w, r, id, modern) {
 			return
 		}
-		if id == "" && !modern && r.Method == http.MethodPost {
+		if r.Method == http.MethodPost && isInitialize(r) {
+			// mcp-go opens a session for every initialize, whatever
+			// session header or protocol version it comes with.
+			release, ok := s.sessions.admit(p, s.maxSessions)
+			if !ok {
+				http.Error(w, fmt.Sprintf("too many MCP sessions: this caller already holds %d (end one with DELETE /mcp, or let one idle out)", s.maxSessions), http.StatusTooManyRequests)
+				return
+			}
+			defer release()
 			var done func()
 			r, done = s.recordMinted(r)
 			defer done()
@@ -351,18 +383,44 @@ func (s *Server) Streamable() http.Handler {
 	})
 }
 
+// heldOpen peeks at a POST body (as isInitialize does) for a request
+// answered by a stream that stays open until an event comes: a
+// subscriptions/listen, in either revision and either form, or a
+// 2025-11-25 tasks/result, which waits for its task to end.
+func heldOpen(r *http.Request) bool {
+	switch m := peekMethod(r, "subscriptions/listen", "tasks/result"); m {
+	case string(mcp.MethodSubscriptionsListen), methodTasksResult:
+		return true
+	}
+	return false
+}
+
 // isInitialize peeks at a POST body (the gateway has buffered it, within
-// its body limit) for an initialize request, and puts the body back.
+// its body limit) for an initialize request, as mcp-go reads it.
 func isInitialize(r *http.Request) bool {
+	return peekMethod(r, "initialize") == string(mcp.MethodInitialize)
+}
+
+// peekMethod is the method of the JSON-RPC request in a POST body (the
+// gateway has buffered it, within its body limit), as mcp-go reads it, and
+// puts the body back. A body that spells none of spellings, and has no
+// escape (\u0069, \/) that could spell one, is not decoded ("").
+func peekMethod(r *http.Request, spellings ...string) string {
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if err != nil {
-		return false
+		return ""
+	}
+	if bytes.IndexByte(body, '\\') < 0 && !slices.ContainsFunc(spellings, func(m string) bool { return bytes.Contains(body, []byte(m)) }) {
+		return ""
 	}
 	var msg struct {
 		Method string `json:"method"`
 	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
+	if json.Unmarshal(body, &msg) != nil {
+		return ""
+	}
+	return msg.Method
 }
 
 // SSE serves GET /sse, the legacy HTTP+SSE stream; its session is bound to

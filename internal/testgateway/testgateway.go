@@ -12,7 +12,6 @@ import (
 	"github.com/antler-mcp/antler/internal/gateway"
 	"github.com/antler-mcp/antler/internal/mcpserver"
 	"github.com/antler-mcp/antler/internal/openapi"
-	"github.com/antler-mcp/antler/internal/principal"
 )
 
 // Version is the serverInfo version of the MCP door New builds.
@@ -28,8 +27,8 @@ func New(t testing.TB, opts gateway.Options, door ...func(*mcpserver.Options)) *
 		for _, f := range door {
 			f(&mopts)
 		}
-		opts.MCP = func(calls *principal.Slots) gateway.MCPDoor {
-			mopts.CallSlots = calls
+		opts.MCP = func(slots gateway.DoorSlots) gateway.MCPDoor {
+			mopts.CallSlots, mopts.StreamSlots = slots.Calls, slots.Streams
 			return mcpserver.New(mopts)
 		}
 	}

@@ -226,8 +226,8 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		Logger: log, Audit: auditLog, Metrics: m, Catalog: cat})
 	gopts := gateway.Options{Cache: cache, Auth: auth, Logger: log, Tasks: tasks, Admin: admin, HTTP: gateway.HTTPOptionsFrom(st.HTTP),
 		Pprof: st.Debug.Pprof, Pages: pages(versionString())}
-	gopts.MCP = func(calls *principal.Slots) gateway.MCPDoor {
-		return mcpserver.New(mcpserver.Options{Cache: cache, Tasks: tasks, Logger: log, Version: versionString(), CallSlots: calls,
+	gopts.MCP = func(slots gateway.DoorSlots) gateway.MCPDoor {
+		return mcpserver.New(mcpserver.Options{Cache: cache, Tasks: tasks, Logger: log, Version: versionString(), CallSlots: slots.Calls, StreamSlots: slots.Streams,
 			TaskInputTimeout: st.TaskInputTimeout(), DefaultThread: mcpserver.DefaultThread(st.MCPEndpoint.DefaultThread)})
 	}
 	if m != nil && st.MetricsListen == "" {
