@@ -354,7 +354,11 @@ func (s *Server) Streamable() http.Handler {
 		if s.serveCall(w, r, id, sess) {
 			return
 		}
-		if r.Method == http.MethodPost && s.streams != nil && heldOpen(r) {
+		var method string
+		if r.Method == http.MethodPost {
+			method = peekMethod(r, "initialize", "subscriptions/listen", "tasks/result")
+		}
+		if s.streams != nil && heldOpen(method) {
 			release, ok := s.streams.Acquire(p.User)
 			if !ok {
 				http.Error(w, fmt.Sprintf("too many open event streams: this caller already has %d open (http.per_principal.max_event_streams)", s.streams.Max()), http.StatusTooManyRequests)
@@ -366,7 +370,7 @@ func (s *Server) Streamable() http.Handler {
 		if s.serveTasks(w, r, id, modern) {
 			return
 		}
-		if r.Method == http.MethodPost && isInitialize(r) {
+		if method == string(mcp.MethodInitialize) {
 			// mcp-go opens a session for every initialize, whatever
 			// session header or protocol version it comes with.
 			release, ok := s.sessions.admit(p, s.maxSessions)
@@ -383,22 +387,12 @@ func (s *Server) Streamable() http.Handler {
 	})
 }
 
-// heldOpen peeks at a POST body (as isInitialize does) for a request
-// answered by a stream that stays open until an event comes: a
-// subscriptions/listen, in either revision and either form, or a
-// 2025-11-25 tasks/result, which waits for its task to end.
-func heldOpen(r *http.Request) bool {
-	switch m := peekMethod(r, "subscriptions/listen", "tasks/result"); m {
-	case string(mcp.MethodSubscriptionsListen), methodTasksResult:
-		return true
-	}
-	return false
-}
-
-// isInitialize peeks at a POST body (the gateway has buffered it, within
-// its body limit) for an initialize request, as mcp-go reads it.
-func isInitialize(r *http.Request) bool {
-	return peekMethod(r, "initialize") == string(mcp.MethodInitialize)
+// heldOpen reports whether a POST of method is answered by a stream that
+// stays open until an event comes: a subscriptions/listen, in either
+// revision and either form, or a 2025-11-25 tasks/result, which waits for
+// its task to end.
+func heldOpen(method string) bool {
+	return method == string(mcp.MethodSubscriptionsListen) || method == methodTasksResult
 }
 
 // peekMethod is the method of the JSON-RPC request in a POST body (the
