@@ -23,7 +23,8 @@ const (
 	MaxErrorChars = 4000
 	// MaxInputRequiredBytes bounds an encoded input_required payload.
 	MaxInputRequiredBytes = 65536
-	// MaxDriverDataBytes bounds the encoded driver data a snapshot replaces.
+	// MaxDriverDataBytes bounds the encoded driver data a submit stores and
+	// a snapshot replaces.
 	MaxDriverDataBytes = 65536
 	// MaxNotificationAttempts is the failure budget before a dead letter.
 	MaxNotificationAttempts = 5

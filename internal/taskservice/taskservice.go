@@ -342,6 +342,11 @@ func (s *Service) persist(ctx context.Context, driverName string, req task.Submi
 	}
 	now := s.now()
 	raw, _ := json.Marshal(data)
+	if len(raw) > task.MaxDriverDataBytes {
+		// The bound a later snapshot's driver data has (task.Normalize):
+		// every poll, cancel and answer reads it back and sends it on.
+		return taskstore.Task{}, task.Protocolf("MCP task driver_data exceeds the %d-byte limit", task.MaxDriverDataBytes)
+	}
 	nt := taskstore.NewTask{
 		ID: req.LocalTaskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
 		ServerName: req.ServerName, DriverName: driverName, RemoteTaskID: sub.RemoteTaskID, TaskName: req.TaskName,
