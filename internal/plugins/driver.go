@@ -63,6 +63,9 @@ var errRetryableAnswer = errors.New("the driver answered a retryable error")
 // LoadDriver loads a task driver entry (kind wasm or process). Its calls
 // default to DefaultDriverTimeout.
 func (h *Host) LoadDriver(ctx context.Context, e Entry) (*Driver, error) {
+	if err := isolationProblem(e.Kind, e.Isolate); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Name, err)
+	}
 	if e.Timeout <= 0 {
 		e.Timeout = DefaultDriverTimeout
 	}

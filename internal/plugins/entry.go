@@ -124,6 +124,9 @@ func ParseEntry(name string, raw json.RawMessage, dir string) (e Entry, skip boo
 		case "", IsolateShared:
 		case IsolatePerUser:
 			e.Isolate = IsolatePerUser
+			if err := isolationProblem(e.Kind, e.Isolate); err != nil {
+				return e, false, "", fmt.Errorf("%s.%w", name, err)
+			}
 		default:
 			return e, false, "", fmt.Errorf("%s.isolate: must be \"shared\" or \"per_user\"", name)
 		}
@@ -136,6 +139,17 @@ func ParseEntry(name string, raw json.RawMessage, dir string) (e Entry, skip boo
 	}
 	e.Path = filepath.Clean(e.Path)
 	return e, false, "", nil
+}
+
+// isolationProblem is why isolate cannot be honoured for a plugin of kind,
+// or nil: only a Wasm module has instances per user; a process or Extism
+// plugin serves every user from one, so per_user there would be a promise
+// the host does not keep.
+func isolationProblem(kind, isolate string) error {
+	if isolate == IsolatePerUser && kind != KindWasm {
+		return fmt.Errorf("isolate: \"per_user\" is for wasm plugins only (a %s plugin serves every user from one instance)", kind)
+	}
+	return nil
 }
 
 // fieldProblem names the field a decoding error is about by its path in the

@@ -99,6 +99,8 @@ func TestParseEntryErrors(t *testing.T) {
 		{`{"kind":"wasm","path":""}`, name + `.path: is required`},
 		{`{"kind":"wasm","path":"x","isolate":"per_tenant"}`, name + `.isolate: must be "shared" or "per_user"`},
 		{`{"kind":"wasm","path":"x","isolate":1}`, name + `.isolate: must be a string`},
+		{`{"kind":"process","path":"x","isolate":"per_user"}`, name + `.isolate: "per_user" is for wasm plugins only (a process plugin serves every user from one instance)`},
+		{`{"kind":"extism","path":"x","isolate":"per_user"}`, name + `.isolate: "per_user" is for wasm plugins only`},
 		{`{"kind":"wasm","path":"x","timeout_ms":-1}`, name + `.timeout_ms: must be between 1 and 600000`},
 		{`{"kind":"wasm","path":"x","timeout_ms":600001}`, name + `.timeout_ms: must be between 1 and 600000`},
 		{`{"kind":"wasm","path":"x","timeout_ms":"5s"}`, name + `.timeout_ms: must be an integer`},

@@ -78,6 +78,9 @@ var ErrUnsupportedKind = errors.New("unsupported plugin kind")
 
 // Load loads one entry. Errors name the entry.
 func (h *Host) Load(ctx context.Context, e Entry) (*Plugin, error) {
+	if err := isolationProblem(e.Kind, e.Isolate); err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Name, err)
+	}
 	switch e.Kind {
 	case KindWasm:
 	case KindProcess:
