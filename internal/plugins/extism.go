@@ -50,6 +50,10 @@ func (h *Host) loadExtism(ctx context.Context, e Entry, code []byte, log *slog.L
 	if memMB <= 0 {
 		memMB = wasm.DefaultMaxMemoryMB
 	}
+	code, err := wasm.BoundTables(code, uint64(memMB)<<20)
+	if err != nil {
+		return nil, abi.Info{}, fmt.Errorf("%s: %w", e.Name, err)
+	}
 	manifest := extism.Manifest{
 		Wasm:    []extism.Wasm{extism.WasmData{Data: code, Name: "main"}},
 		Memory:  &extism.ManifestMemory{MaxPages: uint32(memMB) * 16, MaxVarBytes: 0, MaxHttpResponseBytes: 0},

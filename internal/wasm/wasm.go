@@ -193,7 +193,12 @@ func (r *Runtime) Load(ctx context.Context, code []byte, opts ModuleOptions) (*M
 	key := compiledKey{pages: pages, sum: sum}
 	compiled, ok := r.compiled[key]
 	if !ok {
-		compiled, err = rt.CompileModule(ctx, code)
+		bounded, err := BoundTables(code, uint64(opts.MaxMemoryMB)<<20)
+		if err != nil {
+			r.mu.Unlock()
+			return fail(err.Error(), err)
+		}
+		compiled, err = rt.CompileModule(ctx, bounded)
 		if err != nil {
 			r.mu.Unlock()
 			return fail("not a valid WebAssembly module: "+err.Error(), err)
