@@ -12,10 +12,18 @@ import (
 // inotify is the Watcher's instance: one for every workspace, since a user
 // may open only max_user_instances (128 by default) while watches are
 // plentiful (max_user_watches).
+//
+// The kernel's queue of the instance (max_queued_events) is every
+// workspace's, so it is drained as events arrive (drainLoop), not only when
+// a call begins or ends: one user's process writing thousands of files
+// between its calls overflowed it, and the overflow cost every other user's
+// running call its report. Each workspace's pending events are bounded on
+// their own (maxPending).
 type inotify struct {
-	fd  int             // -1 while no workspace is watched
-	buf []byte          // one read of the queue
-	wds map[int32]*tree // every watch, by descriptor: whose it is
+	fd   int             // -1 while no workspace is watched
+	file *os.File        // fd, registered with the runtime's poller
+	buf  []byte          // one read of the queue
+	wds  map[int32]*tree // every watch, by descriptor: whose it is
 }
 
 func newInotify() inotify { return inotify{fd: -1, wds: map[int32]*tree{}} }
@@ -131,9 +139,30 @@ func (w *Watcher) openInotify() bool {
 		if err != nil {
 			return false
 		}
-		w.ino.fd = fd
+		w.ino.fd, w.ino.file = fd, os.NewFile(uintptr(fd), "inotify")
+		go w.drainLoop(w.ino.file)
 	}
 	return true
+}
+
+// drainLoop reads the queue of the instance f whenever it has events, until
+// f is no longer the Watcher's. Each read is made holding the Watcher's
+// lock, as a call's are, so the order of reads (seq) stays the order in
+// which events were queued.
+func (w *Watcher) drainLoop(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Read(func(uintptr) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.ino.file != f {
+			return true // closed: the loop ends, and f.Close with it
+		}
+		w.readAllLocked()
+		return false // empty: wait until the kernel queues more
+	})
 }
 
 // degradeLocked stops watching t after err: too many folders means
@@ -320,8 +349,10 @@ const drainEvery = 1024
 // closeLocked closes the instance once no workspace is watched.
 func (w *Watcher) closeLocked() {
 	if w.ino.fd >= 0 {
-		syscall.Close(w.ino.fd)
-		w.ino.fd = -1
+		// Closed without the lock: Close waits for drainLoop's read, which
+		// needs the lock to see it is over.
+		go w.ino.file.Close()
+		w.ino.fd, w.ino.file = -1, nil
 	}
 	clear(w.ino.wds)
 	w.ino.buf = nil
