@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode"
 )
 
@@ -84,12 +85,32 @@ func Paths(dataDir, user, thread string) (Thread, error) {
 }
 
 // Create makes the folders, the temporary one private to the host's user.
+// What lies inside the workspace is the agent's to write, so no symlink
+// there is followed: a workspace, .mcp or tmp that is not a folder of its
+// own (an agent's symlink to another user's workspace) is an error, never
+// made or chmod-ed where it points.
 func (t Thread) Create() error {
-	if err := os.MkdirAll(t.Tmp, 0o700); err != nil {
-		return fmt.Errorf("workspace: create %s: %w", t.Workspace, err)
+	if err := os.MkdirAll(t.Root, 0o700); err != nil {
+		return fmt.Errorf("workspace: create %s: %w", t.Root, err)
 	}
-	if err := os.Chmod(t.Tmp, 0o700); err != nil {
-		return fmt.Errorf("workspace: %w", err)
+	dir := t.Root
+	for _, name := range append([]string{"workspace"}, strings.Split(TmpSubdir, "/")...) {
+		dir = filepath.Join(dir, name)
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("workspace: create %s: %w", dir, err)
+		}
+		// Opened, not stat-ed, so that what is checked is what is kept.
+		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("workspace: the thread's %s is not a folder of its own (a symlink or a file stands there): %w", name, err)
+		}
+		if dir == t.Tmp {
+			err = syscall.Fchmod(fd, 0o700)
+		}
+		syscall.Close(fd)
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
 	}
 	return nil
 }

@@ -88,3 +88,59 @@ func TestCheckID(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateFollowsNoSymlink performs what an agent could do in its own
+// workspace: put a symlink to another user's workspace where the thread's
+// .mcp, .mcp/tmp or the workspace itself goes. Create made the temporary
+// folder where it pointed and chmod-ed it, and the thread's stdio servers
+// then got TMPDIR inside the other user's folder. Create now refuses, and
+// nothing is made or changed on the other side.
+func TestCreateFollowsNoSymlink(t *testing.T) {
+	for _, at := range []string{"workspace", "workspace/.mcp", "workspace/.mcp/tmp"} {
+		t.Run(at, func(t *testing.T) {
+			t.Parallel()
+			data := t.TempDir()
+			alice, err := workspace.Paths(data, "alice", "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			bob, err := workspace.Paths(data, "bob", "t1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(bob.Workspace, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(alice.Root, at)
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(bob.Workspace, link); err != nil {
+				t.Fatal(err)
+			}
+			if err := alice.Create(); err == nil || !strings.Contains(err.Error(), "is not a folder of its own") {
+				t.Fatalf("Create with %s a symlink to bob's workspace: %v, want a refusal", at, err)
+			}
+			entries, _ := os.ReadDir(bob.Workspace)
+			info, _ := os.Stat(bob.Workspace)
+			if len(entries) != 0 || info.Mode().Perm() != 0o755 {
+				t.Errorf("bob's workspace was changed: %d entries, mode %v", len(entries), info.Mode().Perm())
+			}
+		})
+	}
+	t.Run("a plain thread", func(t *testing.T) {
+		t.Parallel()
+		th, err := workspace.Paths(t.TempDir(), "alice", "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // and again, when it exists
+			if err := th.Create(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if info, err := os.Lstat(th.Tmp); err != nil || !info.IsDir() || info.Mode().Perm() != 0o700 {
+			t.Fatalf("the temporary folder: %v, %v", info, err)
+		}
+	})
+}
