@@ -17,6 +17,7 @@ package mcpserver
 // on, as a Go value no JSON can forge.
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"crypto/rand"
@@ -60,6 +61,16 @@ const maxListingBytes = 32 << 20
 
 // maxListings bounds the listings remembered whatever their size.
 const maxListings = 1024
+
+// One user's share of the remembered listings, a sixteenth of their number
+// and an eighth of their bytes: listing again and again, one user evicted
+// every other user's, whose cursors then failed and whose reads listed
+// every server again. A user past either share loses their own least
+// recently used.
+const (
+	maxListingsPerUser = maxListings / 16
+	userByteShare      = 8
+)
 
 // listChangedInterval is the least time between two fan-outs of one
 // list_changed method to one audience: an upstream's storm reaches each
@@ -133,6 +144,8 @@ type aggregate struct {
 	byID     map[string]*list.Element     // listing id → its element
 	current  map[listingKey]*list.Element // a caller's last listing of a kind
 	bytes    int
+	// ofUser counts each user's remembered listings and their bytes.
+	ofUser   map[string]userListings
 	coalesce map[changeKey]*pendingChange
 
 	subMu sync.Mutex
@@ -144,6 +157,8 @@ type aggregate struct {
 	// empty when none is on its way).
 	subscribes map[string]int
 	gone       map[string]bool
+	// perUser counts the sessions' subscriptions in subs by their user.
+	perUser map[string]int
 	// subSend serializes the subscription changes forwarded upstream, one
 	// upstream resource at a time (a slow server delays only its own).
 	subSend keylock.Table[subKey]
@@ -200,10 +215,12 @@ func newAggregate(pageSize int) *aggregate {
 		lru:        list.New(),
 		byID:       map[string]*list.Element{},
 		current:    map[listingKey]*list.Element{},
+		ofUser:     map[string]userListings{},
 		coalesce:   map[changeKey]*pendingChange{},
 		subs:       map[subKey]map[string]subscriber{},
 		subscribes: map[string]int{},
 		gone:       map[string]bool{},
+		perUser:    map[string]int{},
 	}
 }
 
@@ -221,10 +238,26 @@ func (a *aggregate) remember(l *listing) {
 	a.byID[l.id] = e
 	a.current[l.key] = e
 	a.bytes += l.size
+	u := a.ofUser[l.key.user]
+	u.n, u.bytes = u.n+1, u.bytes+l.size
+	a.ofUser[l.key.user] = u
+	// The user's own first, then anyone's: past the user's share only the
+	// user's listings go.
+	for o := a.lru.Back(); o != e && (u.n > maxListingsPerUser || u.bytes > a.maxBytes/userByteShare); {
+		prev := o.Prev()
+		if o.Value.(*listing).key.user == l.key.user {
+			a.drop(o)
+			u = a.ofUser[l.key.user]
+		}
+		o = prev
+	}
 	for (a.bytes > a.maxBytes || a.lru.Len() > maxListings) && a.lru.Back() != e {
 		a.drop(a.lru.Back())
 	}
 }
+
+// userListings is what one user's remembered listings hold.
+type userListings struct{ n, bytes int }
 
 // drop removes one remembered listing; a.mu is held.
 func (a *aggregate) drop(e *list.Element) {
@@ -235,6 +268,11 @@ func (a *aggregate) drop(e *list.Element) {
 		delete(a.current, l.key)
 	}
 	a.bytes -= l.size
+	if u := a.ofUser[l.key.user]; u.n <= 1 {
+		delete(a.ofUser, l.key.user)
+	} else {
+		a.ofUser[l.key.user] = userListings{u.n - 1, u.bytes - l.size}
+	}
 }
 
 // recalled is k's last listing (nil: none remembered).
@@ -301,14 +339,35 @@ func (a *aggregate) subscribe(k subKey, session string, sub subscriber, on bool)
 		if a.subs[k] == nil {
 			a.subs[k] = map[string]subscriber{}
 		}
+		if old, ok := a.subs[k][session]; ok {
+			a.countLocked(old.user, -1)
+		}
 		a.subs[k][session] = sub
+		a.countLocked(sub.user, 1)
 		return len(a.subs[k])
+	}
+	if old, ok := a.subs[k][session]; ok {
+		a.countLocked(old.user, -1)
 	}
 	delete(a.subs[k], session)
 	if len(a.subs[k]) == 0 {
 		delete(a.subs, k)
 	}
 	return len(a.subs[k])
+}
+
+// countLocked moves user's count of subscriptions by n.
+func (a *aggregate) countLocked(user string, n int) {
+	if a.perUser[user] += n; a.perUser[user] <= 0 {
+		delete(a.perUser, user)
+	}
+}
+
+// subscriptionsOf is how many subscriptions user's sessions hold.
+func (a *aggregate) subscriptionsOf(user string) int {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	return a.perUser[user]
 }
 
 // subscribing notes a subscribe of session on its way upstream, so that
@@ -355,6 +414,7 @@ func (a *aggregate) ended(session string) []orphan {
 		if !ok {
 			continue
 		}
+		a.countLocked(sub.user, -1)
 		delete(sessions, session)
 		if len(sessions) == 0 {
 			delete(a.subs, k)
@@ -1298,4 +1358,43 @@ func (s *Server) forwardSubscription(ctx context.Context, method, uri string) {
 		return
 	}
 	s.log.Warn("MCP subscription names a resource no server lists", "method", method)
+}
+
+// Subscriptions are kept for their session's life, by the door and by
+// mcp-go, so what one user may hold is bounded: a URI of at most
+// maxSubscriptionURI bytes, and maxSubscriptionsPerUser of them over all
+// the user's sessions.
+const (
+	maxSubscriptionURI      = 8 << 10
+	maxSubscriptionsPerUser = 1024
+)
+
+// boundSubscription refuses a resources/subscribe past those bounds before
+// mcp-go records it (a request initialization hook: its error is the
+// answer).
+func (s *Server) boundSubscription(ctx context.Context, _ any, message any) error {
+	raw, ok := message.(json.RawMessage)
+	if !ok || !bytes.Contains(raw, []byte("subscribe")) && bytes.IndexByte(raw, '\\') < 0 {
+		return nil
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			URI string `json:"uri"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &msg) != nil || msg.Method != string(mcp.MethodResourcesSubscribe) {
+		return nil
+	}
+	if len(msg.Params.URI) > maxSubscriptionURI {
+		return fmt.Errorf("resources/subscribe: the uri is longer than %d bytes", maxSubscriptionURI)
+	}
+	call, err := s.identify(ctx, mcp.CallToolRequest{})
+	if err != nil {
+		return nil // mcp-go's handling reports the request's own problem
+	}
+	if n := s.agg.subscriptionsOf(call.UserID); n >= maxSubscriptionsPerUser {
+		return fmt.Errorf("too many resource subscriptions: this caller holds %d (unsubscribe from one first)", n)
+	}
+	return nil
 }

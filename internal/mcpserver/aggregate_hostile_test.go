@@ -318,3 +318,29 @@ func TestStdioListChangedReachesOnlyItsUser(t *testing.T) {
 		t.Errorf("alice received %d list_changed, want only the shared server's", got)
 	}
 }
+
+// TestOneUserCannotEvictAnothersListings performs what one user could do to
+// every other: list again and again (1,025 prompts/list of a shared HTTP
+// server, no stdio server, thread or slot needed) until the one LRU of
+// remembered listings had dropped everyone else's, so that bob's cursor,
+// taken a moment before, was refused and his walk had to start over. A
+// user's listings are now held to their own share.
+func TestOneUserCannotEvictAnothersListings(t *testing.T) {
+	up := startHostile(t, manyResources(150, 16, func(i int) string { return fmt.Sprintf("r%04d", i) }))
+	h := hostileGateway(t, map[string]any{"evil": map[string]any{"type": "http", "url": up.url, "protocol_version": "2025-11-25"}})
+	alice, bob := h.client("2025-11-25", "ka"), h.client("2025-11-25", "kb")
+	page, err := bob.ListResourcesByPage(h.ctx(), mcp.ListResourcesRequest{})
+	if err != nil || page.NextCursor == "" {
+		t.Fatalf("bob's first page: %v", err)
+	}
+	for i := range 1025 {
+		if _, err := alice.ListPromptsByPage(h.ctx(), mcp.ListPromptsRequest{}); err != nil {
+			t.Fatalf("alice's list %d: %v", i, err)
+		}
+	}
+	req := mcp.ListResourcesRequest{}
+	req.Params.Cursor = page.NextCursor
+	if _, err := bob.ListResourcesByPage(h.ctx(), req); err != nil {
+		t.Fatalf("bob's own cursor after alice's 1,025 listings: %v", err)
+	}
+}

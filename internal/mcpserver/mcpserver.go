@@ -259,6 +259,7 @@ func New(opts Options) *Server {
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.sessions.registered(cs) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
 	hooks.AddOnRequestInitialization(refuseBadToolCursor)
+	hooks.AddOnRequestInitialization(s.boundSubscription)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,
