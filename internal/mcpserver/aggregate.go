@@ -139,11 +139,11 @@ type aggregate struct {
 	// parked holds completion routes by token until the provider runs.
 	parked sync.Map
 
-	mu       sync.Mutex
-	lru      *list.List                   // of *listing, most recent first
-	byID     map[string]*list.Element     // listing id → its element
-	current  map[listingKey]*list.Element // a caller's last listing of a kind
-	bytes    int
+	mu      sync.Mutex
+	lru     *list.List                   // of *listing, most recent first
+	byID    map[string]*list.Element     // listing id → its element
+	current map[listingKey]*list.Element // a caller's last listing of a kind
+	bytes   int
 	// ofUser counts each user's remembered listings and their bytes.
 	ofUser   map[string]userListings
 	coalesce map[changeKey]*pendingChange
