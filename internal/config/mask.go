@@ -67,6 +67,12 @@ func maskServer(o *Object) *Object {
 	if ch, ok := mustObj(o, "headers_from_context"); ok {
 		maskExtras(ch, contextHeadersFields)
 	}
+	// A plugin task driver's entry (the server's, each task toolset's) is a
+	// declared field, but its config is the driver's and may hold its
+	// keys: searched at any depth like an unknown field.
+	for _, d := range drivers(o) {
+		d.set(maskDeep(d.value))
+	}
 	if tools, ok := mustObj(o, "tools"); ok {
 		for _, name := range tools.Keys() {
 			if t, ok := mustObj(tools, name); ok {
@@ -142,3 +148,32 @@ func maskDeep(v any) any {
 // Placeholders is a lookup that leaves every $VAR reference as written, for
 // rendering the raw file (the config API never shows resolved values).
 func Placeholders(name string) (string, bool) { return "$" + name, true }
+
+// driverAt is one plugin task driver entry of a raw server and how to
+// replace it.
+type driverAt struct {
+	value any
+	name  string // the task toolset's name, "" for the server's own driver
+	set   func(any)
+}
+
+// drivers are the plugin task driver entries of a raw server: its own
+// "driver" and each task toolset's.
+func drivers(o *Object) []driverAt {
+	var out []driverAt
+	if v, ok := o.Get("driver"); ok {
+		out = append(out, driverAt{value: v, set: func(x any) { o.Set("driver", x) }})
+	}
+	toolsets, _ := rawAt(o, "task_toolsets").([]any)
+	for _, t := range toolsets {
+		ts, ok := t.(*Object)
+		if !ok {
+			continue
+		}
+		if v, ok := ts.Get("driver"); ok {
+			name, _ := rawAt(ts, "name").(string)
+			out = append(out, driverAt{value: v, name: name, set: func(x any) { ts.Set("driver", x) }})
+		}
+	}
+	return out
+}

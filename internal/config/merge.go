@@ -184,6 +184,7 @@ func MergeServer(incoming, stored *Object, mode MergeMode) (*Object, error) {
 	if err := mergeExtrasInto(out, incoming, stored, apiServerFields, preserve); err != nil {
 		return nil, err
 	}
+	restoreDrivers(out, stored)
 	if field := changedDestination(out, stored); stored != nil && field != "" && anyMasked(incoming) {
 		// A restored secret would go wherever the caller now points the
 		// server.
@@ -193,6 +194,32 @@ func MergeServer(incoming, stored *Object, mode MergeMode) (*Object, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// restoreDrivers puts back each plugin task driver entry of out that is
+// the masked form of the stored one in its place (the server's own, or the
+// task toolset's of the same name): a driver is shown masked and never
+// changed through the config API, so what comes back masked is what is
+// stored. Anything else is left for the write's checks to judge.
+func restoreDrivers(out, stored *Object) {
+	if stored == nil {
+		return
+	}
+	was := map[string]any{}
+	for _, d := range drivers(stored) {
+		was[d.name] = d.value
+	}
+	for _, d := range drivers(out) {
+		sv, ok := was[d.name]
+		if !ok || !anyMasked(d.value) {
+			continue
+		}
+		masked, _ := json.Marshal(maskDeep(clone(sv)))
+		sent, _ := json.Marshal(d.value)
+		if string(masked) == string(sent) {
+			d.set(clone(sv))
+		}
+	}
 }
 
 // destinationFields decide where a server's secrets are sent: its
