@@ -54,11 +54,25 @@ func TestHTTPRedirectIsNotFollowed(t *testing.T) {
 
 // TestHTTPServerRequestFloodIsHeldBack performs a hostile streamable HTTP
 // upstream's flood: a tools/call answered with an event stream of 3,000
-// server requests (ping) whose reply POSTs the server never answers. Each
+// server requests (ping, spelled every way mcp-go reads, floodSpellings)
+// whose reply POSTs the server never answers. Each
 // held a goroutine set and a connection of the host's; the request gate now
 // holds the stream back while 32 are unanswered, as it does a stdio child's
 // stdout.
 func TestHTTPServerRequestFloodIsHeldBack(t *testing.T) {
+	for name, format := range floodSpellings {
+		if format == "" || name == "Method in capitals" {
+			// The stdio flood's padded requests; and mcp-go's event stream
+			// reader takes a message as a request by its "method" key as
+			// written, so a capital one is no request there.
+			continue
+		}
+		t.Run(name, func(t *testing.T) { httpFlood(t, format) })
+	}
+}
+
+// httpFlood is the streamable HTTP flood, its requests spelled format.
+func httpFlood(t *testing.T, format string) {
 	const flood = 3000
 	release := make(chan struct{})
 	var held, maxHeld atomic.Int64
@@ -68,7 +82,7 @@ func TestHTTPServerRequestFloodIsHeldBack(t *testing.T) {
 		OnCall: func(w http.ResponseWriter, r *http.Request, _ json.RawMessage) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for i := 0; i < flood; i++ {
-				fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"ping-%d\",\"method\":\"ping\"}\n\n", i)
+				fmt.Fprintf(w, "event: message\ndata: "+format+"\n\n", i)
 			}
 			w.(http.Flusher).Flush()
 			select {

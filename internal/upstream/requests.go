@@ -37,15 +37,17 @@ const replyWriteTimeout = 5 * time.Second
 // A request is counted from the moment the reader hands it to mcp-go
 // (reserve), not from when mcp-go's goroutine for it starts: a reader
 // that raced ahead of those goroutines let a stream of small requests
-// through by the hundred. A reservation mcp-go never claims (a message it
-// could not read) is dropped after unclaimedAfter.
+// through by the hundred. The handlers claim the reservations in the order
+// they were made (mcp-go starts them in the order it read them); one mcp-go
+// never takes up (a message it could not read) lapses after
+// unclaimedAfter.
 type requestGate struct {
 	send func(ctx context.Context, reply []byte) error
 
 	mu       sync.Mutex
 	cond     *sync.Cond
-	pending  int                // handlers running, and requests reserved for one
-	reserved map[string][]int64 // by id: when each unclaimed request was handed over
+	pending  int     // handlers running, and requests reserved for one
+	reserved []int64 // when each unclaimed request was handed over, oldest first
 	closed   bool
 }
 
@@ -54,30 +56,26 @@ type requestGate struct {
 const unclaimedAfter = time.Second
 
 func newRequestGate(send func(ctx context.Context, reply []byte) error) *requestGate {
-	g := &requestGate{send: send, reserved: map[string][]int64{}}
+	g := &requestGate{send: send}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
 
-// reserve counts the request id, handed to mcp-go, until its handler
-// claims it.
-func (g *requestGate) reserve(id string) {
+// reserve counts a request handed to mcp-go until a handler claims it.
+func (g *requestGate) reserve() {
 	g.mu.Lock()
 	g.pending++
-	g.reserved[id] = append(g.reserved[id], time.Now().UnixNano())
+	g.reserved = append(g.reserved, time.Now().UnixNano())
 	g.mu.Unlock()
 }
 
-// claim moves request id's place to its handler, or takes one when it had
-// none (the request came another way, or its reservation was dropped).
-func (g *requestGate) claim(id string) {
+// claim moves the oldest reservation's place to a handler, or takes one
+// when there is none (the request came another way, or its reservation
+// lapsed).
+func (g *requestGate) claim() {
 	g.mu.Lock()
-	if at := g.reserved[id]; len(at) > 0 {
-		if len(at) == 1 {
-			delete(g.reserved, id)
-		} else {
-			g.reserved[id] = at[1:]
-		}
+	if len(g.reserved) > 0 {
+		g.reserved = g.reserved[1:]
 	} else {
 		g.pending++
 	}
@@ -85,22 +83,15 @@ func (g *requestGate) claim(id string) {
 }
 
 // dropUnclaimedLocked frees the places of requests handed over before
-// cutoff and never claimed, reporting whether any are left to expire.
+// cutoff and never claimed, reporting whether any are left to lapse.
 func (g *requestGate) dropUnclaimedLocked(cutoff int64) (left bool) {
-	for id, at := range g.reserved {
-		n := 0
-		for n < len(at) && at[n] < cutoff {
-			n++
-		}
-		g.pending -= n
-		if n == len(at) {
-			delete(g.reserved, id)
-		} else {
-			g.reserved[id] = at[n:]
-			left = true
-		}
+	n := 0
+	for n < len(g.reserved) && g.reserved[n] < cutoff {
+		n++
 	}
-	return left
+	g.pending -= n
+	g.reserved = g.reserved[n:]
+	return len(g.reserved) > 0
 }
 
 // stdioReplies writes each reply as a line on w; one stuck for
@@ -156,7 +147,7 @@ func (g *requestGate) close() {
 // sends none.
 func (g *requestGate) wrap(h transport.RequestHandler) transport.RequestHandler {
 	return func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		g.claim(req.ID.String())
+		g.claim()
 		defer g.done()
 		resp, err := h(ctx, req)
 		if err != nil {

@@ -208,10 +208,10 @@ type lineLimiter struct {
 	cap  *resultCap
 	sse  bool
 	gate *requestGate // when set, each server request waits for room in it
-	// held are the server requests in out not yet returned, by where each
-	// ends: Read returns one at a time, each once the gate has room, and
+	// held are where the server requests in out not yet returned end:
+	// Read returns one at a time, each once the gate has room, and
 	// reserves its place as it hands over its last byte.
-	held []heldRequest
+	held []int
 
 	buf     []byte // read buffer
 	out     []byte // processed bytes not yet returned
@@ -239,18 +239,15 @@ func newLineLimiter(r io.Reader, c *resultCap, sse bool) *lineLimiter {
 	return &lineLimiter{r: r, cap: c, sse: sse, buf: make([]byte, 32<<10)}
 }
 
-// heldRequest is a server request in a lineLimiter's out.
-type heldRequest struct {
-	end int // the offset in out after its last byte
-	id  string
-}
-
 func (l *lineLimiter) Read(p []byte) (int, error) {
 	for l.pos == len(l.out) {
 		if l.err != nil {
 			return 0, l.err
 		}
 		l.out, l.pos, l.held = l.out[:0], 0, l.held[:0]
+		if l.gate != nil {
+			l.gate.wait() // however the messages before were read
+		}
 		n, err := l.r.Read(l.buf)
 		l.process(l.buf[:n])
 		if err != nil {
@@ -268,10 +265,10 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	l.gate.wait()
-	h := l.held[0]
-	n := copy(p, l.out[l.pos:h.end])
-	if l.pos += n; l.pos == h.end {
-		l.gate.reserve(h.id)
+	end := l.held[0]
+	n := copy(p, l.out[l.pos:end])
+	if l.pos += n; l.pos == end {
+		l.gate.reserve()
 		l.held = l.held[1:]
 	}
 	return n, nil
@@ -396,10 +393,10 @@ func (l *lineLimiter) endMsg(terminated bool) {
 		l.out = append(l.out, '\n')
 	}
 	if !cut {
-		if l.gate != nil && s.method && s.idSeen {
-			if id, ok := s.id(); ok {
-				l.held = append(l.held, heldRequest{end: len(l.out), id: id.String()})
-			}
+		// A request, or what might be one (an escaped key): a message
+		// counted that mcp-go does not take up lapses.
+		if l.gate != nil && (s.method && s.idSeen || s.escapedKey) {
+			l.held = append(l.held, len(l.out))
 		}
 		return
 	}
@@ -440,9 +437,14 @@ type msgScan struct {
 	idRaw              []byte
 	idSeen, idLong     bool
 	method             bool
+	// escapedKey: a top-level key was written with an escape, so the scan
+	// cannot tell whether it is "id" or "method" (encoding/json can).
+	escapedKey bool
 }
 
 const maxIDBytes = 256
+
+var keyID, keyMethod = []byte("id"), []byte("method")
 
 func (s *msgScan) feed(b []byte) {
 	for i := 0; i < len(b); i++ {
@@ -468,14 +470,19 @@ func (s *msgScan) feed(b []byte) {
 			case c == '"':
 				s.inStr = false
 				if s.inKey {
+					// As encoding/json matches a field (mcp-go's reading):
+					// in any case; an escaped key may spell either.
 					s.inKey = false
-					switch string(s.key) { // (no allocation)
-					case "id":
+					switch {
+					case bytes.EqualFold(s.key, keyID):
 						s.last = 'i'
-					case "method":
+					case bytes.EqualFold(s.key, keyMethod):
 						s.last = 'm'
 					default:
 						s.last = 0
+						if bytes.IndexByte(s.key, '\\') >= 0 {
+							s.escapedKey = true
+						}
 					}
 				}
 			}

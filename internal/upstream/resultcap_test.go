@@ -40,6 +40,9 @@ const (
 	// stdin and send this many roots/list requests, then say "flood done"
 	// on stderr and hang.
 	brokenFloodEnv = "ANTLER_TEST_BROKEN_FLOOD"
+	// brokenFloodFormatEnv, when set, is the flood's request, a format of
+	// its id (floodSpellings); else a padded roots/list.
+	brokenFloodFormatEnv = "ANTLER_TEST_BROKEN_FLOOD_FORMAT"
 	// askPings is how many pings the tool "ask" sends at once before it
 	// reads the replies and answers.
 	askPings = 100
@@ -136,9 +139,12 @@ func brokenServer() {
 // floodRequests writes n server requests without reading a reply, then
 // says so on stderr and hangs until it is killed.
 func floodRequests(out *bufio.Writer, n int) {
-	pad := strings.Repeat("r", 1<<10)
+	format := os.Getenv(brokenFloodFormatEnv)
+	if format == "" {
+		format = `{"jsonrpc":"2.0","id":%d,"method":"roots/list","params":{"_meta":{"pad":"` + strings.Repeat("r", 1<<10) + `"}}}`
+	}
 	for i := range n {
-		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%d,"method":"roots/list","params":{"_meta":{"pad":"%s"}}}`+"\n", i, pad)
+		fmt.Fprintf(out, format+"\n", i)
 	}
 	out.Flush()
 	fmt.Fprintln(os.Stderr, "flood done")
@@ -302,31 +308,53 @@ func TestRequestFloodFromAChildThatStopsReadingEndsTheSession(t *testing.T) {
 			t.Errorf("the call after: %v", err)
 		}
 	})
-	t.Run("a flood from a child that stops reading", func(t *testing.T) {
-		before := runtime.NumGoroutine()
-		atExit := make(chan int, 1)
-		floodDone := make(chan struct{})
-		log := slog.New(&stderrWatch{line: "flood done", seen: sync.OnceFunc(func() { close(floodDone) })})
-		exe, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
+	for name, format := range floodSpellings {
+		t.Run("a flood from a child that stops reading, "+name, func(t *testing.T) {
+			floodFromAChild(t, format)
+		})
+	}
+}
+
+// floodSpellings are server requests as a hostile server may spell them,
+// each a format of its id: small (many in one read of the pipe or the
+// stream), and with keys JSON lets be spelled other ways, which mcp-go
+// reads as a request all the same (encoding/json matches a field in any
+// case, and decodes escapes). "" is the padded roots/list.
+var floodSpellings = map[string]string{
+	"padded roots/list":     "",
+	"small pings":           `{"jsonrpc":"2.0","id":%d,"method":"ping"}`,
+	"ID in capitals":        `{"jsonrpc":"2.0","ID":%d,"method":"ping"}`,
+	"Method in capitals":    `{"jsonrpc":"2.0","id":%d,"Method":"ping"}`,
+	"an escaped id key":     `{"jsonrpc":"2.0","\u0069d":%d,"method":"ping"}`,
+	"an escaped method key": `{"jsonrpc":"2.0","id":%d,"\u006dethod":"ping"}`,
+}
+
+// floodFromAChild is the flood of a child that stops reading, its requests
+// spelled format.
+func floodFromAChild(t *testing.T, format string) {
+	before := runtime.NumGoroutine()
+	atExit := make(chan int, 1)
+	floodDone := make(chan struct{})
+	log := slog.New(&stderrWatch{line: "flood done", seen: sync.OnceFunc(func() { close(floodDone) })})
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &config.Server{Name: "flood", Type: config.TransportStdio, Command: exe, MaxResultBytes: 1 << 20,
+		Env: config.Pairs{{Key: brokenServerEnv, Value: "1"}, {Key: brokenFloodEnv, Value: "100000"}, {Key: brokenFloodFormatEnv, Value: format}}}
+	c := dial(t, srv, upstream.Options{Logger: log, OnExit: func() { atExit <- runtime.NumGoroutine() }})
+	select {
+	case n := <-atExit:
+		if n-before > 500 {
+			t.Errorf("%d goroutines when the session ended (%d before)", n, before)
 		}
-		srv := &config.Server{Name: "flood", Type: config.TransportStdio, Command: exe, MaxResultBytes: 1 << 20,
-			Env: config.Pairs{{Key: brokenServerEnv, Value: "1"}, {Key: brokenFloodEnv, Value: "100000"}}}
-		c := dial(t, srv, upstream.Options{Logger: log, OnExit: func() { atExit <- runtime.NumGoroutine() }})
-		select {
-		case n := <-atExit:
-			if n-before > 500 {
-				t.Errorf("%d goroutines when the session ended (%d before)", n, before)
-			}
-			t.Logf("%d goroutines when the session ended (%d before)", n, before)
-		case <-floodDone:
-			t.Fatalf("the child sent all its requests: %d goroutines (%d before)", runtime.NumGoroutine(), before)
-		}
-		if _, err := call(c, "ok"); !upstream.IsConnectionClosed(err) {
-			t.Errorf("a call after the session ended: %v, want a closed connection", err)
-		}
-	})
+		t.Logf("%d goroutines when the session ended (%d before)", n, before)
+	case <-floodDone:
+		t.Fatalf("the child sent all its requests: %d goroutines (%d before)", runtime.NumGoroutine(), before)
+	}
+	if _, err := call(c, "ok"); !upstream.IsConnectionClosed(err) {
+		t.Errorf("a call after the session ended: %v, want a closed connection", err)
+	}
 }
 
 // stderrWatch is a log handler that reports a line of a child's stderr.
