@@ -7,10 +7,11 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode"
 )
 
@@ -85,32 +86,32 @@ func Paths(dataDir, user, thread string) (Thread, error) {
 }
 
 // Create makes the folders, the temporary one private to the host's user.
-// What lies inside the workspace is the agent's to write, so no symlink
-// there is followed: a workspace, .mcp or tmp that is not a folder of its
-// own (an agent's symlink to another user's workspace) is an error, never
-// made or chmod-ed where it points.
+// What lies inside the thread's user data is the agent's to write, so the
+// folders are made through a root at it (os.Root): no symlink there leads
+// out of it, however it is swapped meanwhile, and a workspace, .mcp or tmp
+// that is not a folder of its own (a symlink, a file) is an error.
 func (t Thread) Create() error {
 	if err := os.MkdirAll(t.Root, 0o700); err != nil {
 		return fmt.Errorf("workspace: create %s: %w", t.Root, err)
 	}
-	dir := t.Root
+	root, err := os.OpenRoot(t.Root)
+	if err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	defer root.Close()
+	rel := ""
 	for _, name := range append([]string{"workspace"}, strings.Split(TmpSubdir, "/")...) {
-		dir = filepath.Join(dir, name)
-		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("workspace: create %s: %w", dir, err)
+		rel = path.Join(rel, name)
+		err := root.Mkdir(rel, 0o700)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("workspace: the thread's %s cannot be made (a symlink or a file stands on its way): %w", rel, err)
 		}
-		// Opened, not stat-ed, so that what is checked is what is kept.
-		fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("workspace: the thread's %s is not a folder of its own (a symlink or a file stands there): %w", name, err)
+		if info, err := root.Lstat(rel); err != nil || !info.IsDir() {
+			return fmt.Errorf("workspace: the thread's %s is not a folder of its own (a symlink or a file stands there)", rel)
 		}
-		if dir == t.Tmp {
-			err = syscall.Fchmod(fd, 0o700)
-		}
-		syscall.Close(fd)
-		if err != nil {
-			return fmt.Errorf("workspace: %w", err)
-		}
+	}
+	if err := root.Chmod(rel, 0o700); err != nil {
+		return fmt.Errorf("workspace: %w", err)
 	}
 	return nil
 }
