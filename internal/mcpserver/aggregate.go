@@ -157,8 +157,10 @@ type aggregate struct {
 	// empty when none is on its way).
 	subscribes map[string]int
 	gone       map[string]bool
-	// perUser counts the sessions' subscriptions in subs by their user.
-	perUser map[string]int
+	// perUser counts the sessions' subscriptions in subs by their user;
+	// admitted counts the subscribes boundSubscription let through that
+	// have not ended yet.
+	perUser, admitted map[string]int
 	// subSend serializes the subscription changes forwarded upstream, one
 	// upstream resource at a time (a slow server delays only its own).
 	subSend keylock.Table[subKey]
@@ -221,6 +223,7 @@ func newAggregate(pageSize int) *aggregate {
 		subscribes: map[string]int{},
 		gone:       map[string]bool{},
 		perUser:    map[string]int{},
+		admitted:   map[string]int{},
 	}
 }
 
@@ -363,11 +366,28 @@ func (a *aggregate) countLocked(user string, n int) {
 	}
 }
 
-// subscriptionsOf is how many subscriptions user's sessions hold.
-func (a *aggregate) subscriptionsOf(user string) int {
+// admitSubscribe takes a place for a subscribe of user among max, counted
+// with the subscriptions user's sessions hold until subscribeEnded, or
+// reports false and the number held: subscribes sent at once cannot all
+// pass a bound that each checked alone.
+func (a *aggregate) admitSubscribe(user string, max int) (int, bool) {
 	a.subMu.Lock()
 	defer a.subMu.Unlock()
-	return a.perUser[user]
+	if n := a.perUser[user] + a.admitted[user]; n >= max {
+		return n, false
+	}
+	a.admitted[user]++
+	return 0, true
+}
+
+// subscribeEnded gives back the place an admitted subscribe of user took
+// (its subscription, if recorded, counts in perUser by then).
+func (a *aggregate) subscribeEnded(user string) {
+	a.subMu.Lock()
+	defer a.subMu.Unlock()
+	if a.admitted[user]--; a.admitted[user] <= 0 {
+		delete(a.admitted, user)
+	}
 }
 
 // subscribing notes a subscribe of session on its way upstream, so that
@@ -494,6 +514,12 @@ func (s *Server) aggregateHooks(h *server.Hooks) {
 	})
 	h.AddAfterSubscribe(func(ctx context.Context, _ any, r *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		s.forwardSubscription(ctx, string(mcp.MethodResourcesSubscribe), r.Params.URI)
+		s.subscribeEnded(ctx)
+	})
+	h.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
+		if method == mcp.MethodResourcesSubscribe {
+			s.subscribeEnded(ctx)
+		}
 	})
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, r *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		s.forwardSubscription(ctx, string(mcp.MethodResourcesUnsubscribe), r.Params.URI)
@@ -1393,8 +1419,15 @@ func (s *Server) boundSubscription(ctx context.Context, _ any, message any) erro
 	if err != nil {
 		return nil // mcp-go's handling reports the request's own problem
 	}
-	if n := s.agg.subscriptionsOf(call.UserID); n >= maxSubscriptionsPerUser {
+	if n, ok := s.agg.admitSubscribe(call.UserID, maxSubscriptionsPerUser); !ok {
 		return fmt.Errorf("too many resource subscriptions: this caller holds %d (unsubscribe from one first)", n)
 	}
-	return nil
+	return nil // mcp-go ends an admitted subscribe in its after or error hook
+}
+
+// subscribeEnded gives back an admitted subscribe's place.
+func (s *Server) subscribeEnded(ctx context.Context) {
+	if call, err := s.identify(ctx, mcp.CallToolRequest{}); err == nil {
+		s.agg.subscribeEnded(call.UserID)
+	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -59,5 +62,47 @@ func TestResourceSubscriptionsAreBoundedPerUser(t *testing.T) {
 	}
 	if err := subscribe(a2, "sub://item/one-more"); err != nil {
 		t.Fatalf("alice's subscribe after an unsubscribe: %v", err)
+	}
+}
+
+// TestResourceSubscribesSentAtOnceAreBounded performs 1,500 subscribes of
+// one user sent at once to an upstream that takes 300 ms for each: a
+// subscription counts once recorded, after its round trip, so each of them
+// passed a bound checked alone. A subscribe now takes its place when it is
+// admitted, and exactly the bound's 1,024 are taken.
+func TestResourceSubscribesSentAtOnceAreBounded(t *testing.T) {
+	hooks := &server.Hooks{}
+	hooks.AddBeforeSubscribe(func(context.Context, any, *mcp.SubscribeRequest) { time.Sleep(300 * time.Millisecond) })
+	up := server.NewMCPServer("sub", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false), server.WithHooks(hooks))
+	up.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	up.AddResourceTemplate(mcp.NewResourceTemplate("sub://item/{id}", "item"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "x"}}, nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStateLess(true)))
+	t.Cleanup(ts.Close)
+	h := hostileGateway(t, map[string]any{"sub": map[string]any{"type": "http", "url": ts.URL + "/mcp", "protocol_version": "2025-11-25"}})
+	const limit, burst = 1024, 1500
+	clients := make([]interface {
+		Subscribe(context.Context, mcp.SubscribeRequest) error
+	}, 8)
+	for i := range clients {
+		clients[i] = h.client("2025-11-25", "ka")
+	}
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if clients[i%len(clients)].Subscribe(h.ctx(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: fmt.Sprintf("sub://item/%d", i)}}) == nil {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := ok.Load(); n != limit {
+		t.Fatalf("%d of %d subscribes sent at once by one user were taken; the bound is %d", n, burst, limit)
 	}
 }
