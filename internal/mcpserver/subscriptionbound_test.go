@@ -21,16 +21,7 @@ import (
 // is refused, and so is a user's subscription past 1,024 over all their
 // sessions; another user's are their own, and an unsubscribe frees a place.
 func TestResourceSubscriptionsAreBoundedPerUser(t *testing.T) {
-	up := server.NewMCPServer("sub", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false))
-	up.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("ok"), nil
-	})
-	up.AddResourceTemplate(mcp.NewResourceTemplate("sub://item/{id}", "item"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "x"}}, nil
-	})
-	ts := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStateLess(true)))
-	t.Cleanup(ts.Close)
-	h := hostileGateway(t, map[string]any{"sub": map[string]any{"type": "http", "url": ts.URL + "/mcp", "protocol_version": "2025-11-25"}})
+	h := subscribable(t, &server.Hooks{})
 	subscribe := func(c interface {
 		Subscribe(context.Context, mcp.SubscribeRequest) error
 	}, uri string) error {
@@ -73,16 +64,7 @@ func TestResourceSubscriptionsAreBoundedPerUser(t *testing.T) {
 func TestResourceSubscribesSentAtOnceAreBounded(t *testing.T) {
 	hooks := &server.Hooks{}
 	hooks.AddBeforeSubscribe(func(context.Context, any, *mcp.SubscribeRequest) { time.Sleep(300 * time.Millisecond) })
-	up := server.NewMCPServer("sub", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false), server.WithHooks(hooks))
-	up.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return mcp.NewToolResultText("ok"), nil
-	})
-	up.AddResourceTemplate(mcp.NewResourceTemplate("sub://item/{id}", "item"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "x"}}, nil
-	})
-	ts := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStateLess(true)))
-	t.Cleanup(ts.Close)
-	h := hostileGateway(t, map[string]any{"sub": map[string]any{"type": "http", "url": ts.URL + "/mcp", "protocol_version": "2025-11-25"}})
+	h := subscribable(t, hooks)
 	const limit, burst = 1024, 1500
 	clients := make([]interface {
 		Subscribe(context.Context, mcp.SubscribeRequest) error
@@ -105,4 +87,21 @@ func TestResourceSubscribesSentAtOnceAreBounded(t *testing.T) {
 	if n := ok.Load(); n != limit {
 		t.Fatalf("%d of %d subscribes sent at once by one user were taken; the bound is %d", n, burst, limit)
 	}
+}
+
+// subscribable is a gateway (keys "ka" and "kb") over one stateless HTTP
+// server, "sub", that takes every subscribe to a sub://item/{id} resource
+// and keeps nothing, so what is held is the door's; hooks are the server's.
+func subscribable(t *testing.T, hooks *server.Hooks) *host {
+	t.Helper()
+	up := server.NewMCPServer("sub", "1", server.WithResourceCapabilities(true, false), server.WithToolCapabilities(false), server.WithHooks(hooks))
+	up.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	up.AddResourceTemplate(mcp.NewResourceTemplate("sub://item/{id}", "item"), func(_ context.Context, r mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: r.Params.URI, Text: "x"}}, nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStateLess(true)))
+	t.Cleanup(ts.Close)
+	return hostileGateway(t, map[string]any{"sub": map[string]any{"type": "http", "url": ts.URL + "/mcp", "protocol_version": "2025-11-25"}})
 }

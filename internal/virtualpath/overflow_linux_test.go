@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/antler-mcp/antler/internal/virtualpath"
@@ -20,14 +19,7 @@ import (
 // overflowed, and the overflow cost the call another user had running its
 // changed-file report. The queue is now drained as events arrive.
 func TestOneWorkspaceCannotOverflowAnothersQueue(t *testing.T) {
-	raw, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
-	if err != nil {
-		t.Skip(err)
-	}
-	queue, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil || queue > 100_000 {
-		t.Skipf("max_queued_events %q", raw)
-	}
+	queue := queueLength(t)
 	a, b := newEnv(t), newEnv(t)
 	for i := range 50 {
 		if err := os.MkdirAll(filepath.Join(a.ws, "many", strconv.Itoa(i)), 0o755); err != nil {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/antler-mcp/antler/internal/workspace"
 )
 
 // TestCreateSurvivesASymlinkSwap performs the race an agent could run
@@ -23,17 +21,7 @@ import (
 // negative needs a window: 3 s of swaps.)
 func TestCreateSurvivesASymlinkSwap(t *testing.T) {
 	data := t.TempDir()
-	alice, err := workspace.Paths(data, "alice", "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := workspace.Paths(data, "bob", "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(bob.Workspace, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	alice, bob := aliceAndBob(t, data)
 	if err := alice.Create(); err != nil {
 		t.Fatal(err)
 	}

@@ -100,17 +100,7 @@ func TestCreateFollowsNoSymlink(t *testing.T) {
 		t.Run(at, func(t *testing.T) {
 			t.Parallel()
 			data := t.TempDir()
-			alice, err := workspace.Paths(data, "alice", "t1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			bob, err := workspace.Paths(data, "bob", "t1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.MkdirAll(bob.Workspace, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			alice, bob := aliceAndBob(t, data)
 			link := filepath.Join(alice.Root, at)
 			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 				t.Fatal(err)
@@ -143,4 +133,21 @@ func TestCreateFollowsNoSymlink(t *testing.T) {
 			t.Fatalf("the temporary folder: %v, %v", info, err)
 		}
 	})
+}
+
+// aliceAndBob are the threads t1 of alice and bob under data, bob's
+// workspace made (0755) and alice's not.
+func aliceAndBob(t *testing.T, data string) (alice, bob workspace.Thread) {
+	t.Helper()
+	alice, err := workspace.Paths(data, "alice", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bob, err = workspace.Paths(data, "bob", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(bob.Workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return alice, bob
 }
