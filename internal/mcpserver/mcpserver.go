@@ -259,6 +259,8 @@ func New(opts Options) *Server {
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.sessions.registered(cs) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
 	hooks.AddOnRequestInitialization(refuseBadToolCursor)
+	// Last of the request initialization hooks: a subscribe it admits is
+	// ended by mcp-go's after or error hook, which a later refusal would skip.
 	hooks.AddOnRequestInitialization(s.boundSubscription)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
