@@ -17,7 +17,6 @@ package mcpserver
 // on, as a Go value no JSON can forge.
 
 import (
-	"bytes"
 	"container/list"
 	"context"
 	"crypto/rand"
@@ -520,6 +519,10 @@ func (s *Server) aggregateHooks(h *server.Hooks) {
 		if method == mcp.MethodResourcesSubscribe {
 			s.subscribeEnded(ctx)
 		}
+		s.requestEnded(ctx, method)
+	})
+	h.AddOnSuccess(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ any) {
+		s.requestEnded(ctx, method)
 	})
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, r *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		s.forwardSubscription(ctx, string(mcp.MethodResourcesUnsubscribe), r.Params.URI)
@@ -1395,34 +1398,92 @@ const (
 	maxSubscriptionsPerUser = 1024
 )
 
-// boundSubscription refuses a resources/subscribe past those bounds before
-// mcp-go records it (a request initialization hook: its error is the
-// answer).
-func (s *Server) boundSubscription(ctx context.Context, _ any, message any) error {
+// upstreamMethods are the requests, other than tools/call (which takes a
+// call slot of its own), that the door sends on to upstream servers.
+var upstreamMethods = map[mcp.MCPMethod]bool{
+	mcp.MethodPromptsGet: true, mcp.MethodResourcesRead: true, mcp.MethodCompletionComplete: true,
+	mcp.MethodResourcesSubscribe: true, mcp.MethodResourcesUnsubscribe: true, mcp.MethodSetLogLevel: true,
+	mcp.MethodResourcesList: true, mcp.MethodResourcesTemplatesList: true, mcp.MethodPromptsList: true,
+}
+
+// admitRequest bounds what one user has in flight towards the upstreams
+// besides tool calls (max_concurrent_calls of them, counted apart from the
+// calls) and the user's resource subscriptions, before mcp-go handles the
+// request (a request initialization hook: its error is the answer). Over
+// legacy SSE mcp-go answers a POST at once and runs the request on its own,
+// so nothing else bounds how many one session sends on. mcp-go ends every
+// request it admits in its success or error hook, which give the places
+// back.
+func (s *Server) admitRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
-	if !ok || !bytes.Contains(raw, []byte("subscribe")) && bytes.IndexByte(raw, '\\') < 0 {
+	if !ok {
 		return nil
 	}
 	var msg struct {
-		Method string `json:"method"`
+		Method mcp.MCPMethod `json:"method"`
 		Params struct {
 			URI string `json:"uri"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(raw, &msg) != nil || msg.Method != string(mcp.MethodResourcesSubscribe) {
+	if json.Unmarshal(raw, &msg) != nil || !upstreamMethods[msg.Method] {
 		return nil
 	}
-	if len(msg.Params.URI) > maxSubscriptionURI {
+	subscribe := msg.Method == mcp.MethodResourcesSubscribe
+	if subscribe && len(msg.Params.URI) > maxSubscriptionURI {
 		return fmt.Errorf("resources/subscribe: the uri is longer than %d bytes", maxSubscriptionURI)
 	}
 	call, err := s.identify(ctx, mcp.CallToolRequest{})
 	if err != nil {
 		return nil // mcp-go's handling reports the request's own problem
 	}
-	if n, ok := s.agg.admitSubscribe(call.UserID, maxSubscriptionsPerUser); !ok {
-		return fmt.Errorf("too many resource subscriptions: this caller holds %d (unsubscribe from one first)", n)
+	if !s.requests.admit(call.UserID) {
+		return fmt.Errorf("too many requests in flight: this caller has %d (http.per_principal.max_concurrent_calls)", s.requests.max)
 	}
-	return nil // mcp-go ends an admitted subscribe in its after or error hook
+	if subscribe {
+		if n, ok := s.agg.admitSubscribe(call.UserID, maxSubscriptionsPerUser); !ok {
+			s.requests.end(call.UserID)
+			return fmt.Errorf("too many resource subscriptions: this caller holds %d (unsubscribe from one first)", n)
+		}
+	}
+	return nil
+}
+
+// requestEnded gives back a request's place when mcp-go has handled it.
+func (s *Server) requestEnded(ctx context.Context, method mcp.MCPMethod) {
+	if !upstreamMethods[method] {
+		return
+	}
+	if call, err := s.identify(ctx, mcp.CallToolRequest{}); err == nil {
+		s.requests.end(call.UserID)
+	}
+}
+
+// inflight counts each user's requests admitted and not yet ended.
+type inflight struct {
+	mu  sync.Mutex
+	n   map[string]int
+	max int
+}
+
+func (f *inflight) admit(user string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[user] >= f.max {
+		return false
+	}
+	if f.n == nil {
+		f.n = map[string]int{}
+	}
+	f.n[user]++
+	return true
+}
+
+func (f *inflight) end(user string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[user]--; f.n[user] <= 0 {
+		delete(f.n, user)
+	}
 }
 
 // subscribeEnded gives back an admitted subscribe's place.

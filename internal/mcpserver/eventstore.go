@@ -19,6 +19,9 @@ import (
 //
 //   - a session's last limits.events events across all of its streams,
 //     within limits.sessionBytes of messages;
+//   - a user's sessions' messages within a share of the whole (the user's
+//     own oldest dropped first), so one user's 64 sessions cannot push out
+//     every other user's events;
 //   - limits.totalBytes of messages over all sessions, the oldest events
 //     (whichever session's) dropped first;
 //   - no message larger than limits.eventBytes: such an event keeps only
@@ -35,12 +38,18 @@ import (
 // forgets them, as it forgets the sessions.
 type eventStore struct {
 	limits storeLimits
+	// owner is the user a session belongs to ("" when unknown).
+	owner func(sessionID string) string
 
 	mu       sync.Mutex
 	seq      int64
-	bytes    int64 // of messages held, over all sessions
+	bytes    int64            // of messages held, over all sessions
+	ofUser   map[string]int64 // of messages held, per user
 	sessions map[string]*sessionEvents
 }
+
+// userShare is the part of totalBytes one user's sessions may hold.
+const userShare = 8
 
 // storeLimits bound an eventStore.
 type storeLimits struct {
@@ -58,6 +67,7 @@ const (
 )
 
 type sessionEvents struct {
+	user   string
 	events []storedEvent // in id order
 	bytes  int64         // of their messages
 }
@@ -68,8 +78,13 @@ type storedEvent struct {
 	message json.RawMessage // nil: too large to keep
 }
 
-func newEventStore(l storeLimits) *eventStore {
-	return &eventStore{limits: l, sessions: map[string]*sessionEvents{}}
+// newEventStore returns a store within l; owner names a session's user
+// (nil, or "": no user's share applies to it).
+func newEventStore(l storeLimits, owner func(sessionID string) string) *eventStore {
+	if owner == nil {
+		owner = func(string) string { return "" }
+	}
+	return &eventStore{limits: l, owner: owner, ofUser: map[string]int64{}, sessions: map[string]*sessionEvents{}}
 }
 
 var _ server.EventStore = (*eventStore)(nil)
@@ -85,14 +100,18 @@ func (s *eventStore) StoreEvent(_ context.Context, sessionID, streamID string, m
 	}
 	se := s.sessions[sessionID]
 	if se == nil {
-		se = &sessionEvents{}
+		se = &sessionEvents{user: s.owner(sessionID)}
 		s.sessions[sessionID] = se
 	}
 	se.events = append(se.events, e)
 	se.bytes += int64(len(e.message))
 	s.bytes += int64(len(e.message))
+	s.ofUser[se.user] += int64(len(e.message))
 	for len(se.events) > s.limits.events || se.bytes > s.limits.sessionBytes {
 		s.dropOldest(se)
+	}
+	for se.user != "" && s.ofUser[se.user] > s.limits.totalBytes/userShare {
+		s.dropOldest(s.oldestOf(se.user))
 	}
 	for s.bytes > s.limits.totalBytes {
 		s.dropOldest(s.oldest())
@@ -105,6 +124,9 @@ func (s *eventStore) dropOldest(se *sessionEvents) {
 	n := int64(len(se.events[0].message))
 	se.bytes -= n
 	s.bytes -= n
+	if s.ofUser[se.user] -= n; s.ofUser[se.user] <= 0 {
+		delete(s.ofUser, se.user)
+	}
 	se.events[0] = storedEvent{}
 	se.events = se.events[1:]
 	if len(se.events) == 0 {
@@ -118,6 +140,18 @@ func (s *eventStore) oldest() *sessionEvents {
 	var best *sessionEvents
 	for _, se := range s.sessions {
 		if len(se.events) > 0 && (best == nil || se.events[0].id < best.events[0].id) {
+			best = se
+		}
+	}
+	return best
+}
+
+// oldestOf is the session of user holding the user's oldest event with a
+// message (one whose message was too large to keep holds no bytes).
+func (s *eventStore) oldestOf(user string) *sessionEvents {
+	var best *sessionEvents
+	for _, se := range s.sessions {
+		if se.user == user && se.bytes > 0 && (best == nil || se.events[0].id < best.events[0].id) {
 			best = se
 		}
 	}
@@ -162,6 +196,9 @@ func (s *eventStore) PurgeSession(_ context.Context, sessionID string) error {
 	defer s.mu.Unlock()
 	if se := s.sessions[sessionID]; se != nil {
 		s.bytes -= se.bytes
+		if s.ofUser[se.user] -= se.bytes; s.ofUser[se.user] <= 0 {
+			delete(s.ofUser, se.user)
+		}
 		delete(s.sessions, sessionID)
 	}
 	return nil

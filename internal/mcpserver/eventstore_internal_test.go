@@ -71,7 +71,7 @@ func TestEventStoreBounds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newEventStore(tc.limits)
+			s := newEventStore(tc.limits, nil)
 			for _, e := range tc.events {
 				if _, err := s.StoreEvent(context.Background(), e.session, "stream-"+e.session, msg(e.size)); err != nil {
 					t.Fatal(err)

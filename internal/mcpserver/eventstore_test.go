@@ -18,7 +18,7 @@ func TestEventStoreReplaysTheLastMax(t *testing.T) {
 	for _, stored := range []int{3, limit, limit + 1, 2*limit - 1, 2 * limit, 5*limit + 3} {
 		t.Run(strconv.Itoa(stored), func(t *testing.T) {
 			ctx := context.Background()
-			s := newEventStore(storeLimits{events: limit, sessionBytes: 1 << 20, totalBytes: 1 << 20, eventBytes: 1 << 20})
+			s := newEventStore(storeLimits{events: limit, sessionBytes: 1 << 20, totalBytes: 1 << 20, eventBytes: 1 << 20}, nil)
 			var ids []string
 			for i := range stored {
 				stream := "a"

@@ -166,6 +166,8 @@ type Server struct {
 	log     *slog.Logger
 	calls   *principal.Slots
 	streams *principal.Slots
+	// requests bounds each user's requests to upstreams besides tool calls.
+	requests inflight
 	// threadPerUser is Options.DefaultThread == ThreadPerUser.
 	threadPerUser bool
 
@@ -229,13 +231,23 @@ func New(opts Options) *Server {
 	s.implementation = mcp.Implementation{Name: "antler", Version: version}
 	s.implementationJSON, _ = json.Marshal(s.implementation)
 	s.modernPrefix = fmt.Appendf(nil, `{"resultType":%q,"_meta":{%q:%s},`, mcp.ResultTypeComplete, mcp.MetaKeyServerInfo, s.implementationJSON)
-	s.events = newEventStore(storeLimits{events: maxEvents, sessionBytes: maxSessionEventBytes, totalBytes: maxEventStoreBytes, eventBytes: maxStoredEventBytes})
+	s.events = newEventStore(storeLimits{events: maxEvents, sessionBytes: maxSessionEventBytes, totalBytes: maxEventStoreBytes, eventBytes: maxStoredEventBytes},
+		func(id string) string {
+			if e := s.sessions.get(id); e != nil {
+				return e.owner.User
+			}
+			return ""
+		})
 	s.rounds.max = opts.MaxRoundsPerPrincipal
 	if s.rounds.max <= 0 && opts.CallSlots != nil {
 		s.rounds.max = opts.CallSlots.Max()
 	}
 	if s.rounds.max <= 0 {
 		s.rounds.max = DefaultMaxRoundsPerPrincipal
+	}
+	s.requests.max = DefaultMaxRoundsPerPrincipal
+	if opts.CallSlots != nil {
+		s.requests.max = opts.CallSlots.Max()
 	}
 	s.watchCtx, s.stop = context.WithCancel(context.Background())
 	s.sessions = newSessionTable(s.watchCtx)
@@ -259,9 +271,10 @@ func New(opts Options) *Server {
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.sessions.registered(cs) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
 	hooks.AddOnRequestInitialization(refuseBadToolCursor)
-	// Last of the request initialization hooks: a subscribe it admits is
-	// ended by mcp-go's after or error hook, which a later refusal would skip.
-	hooks.AddOnRequestInitialization(s.boundSubscription)
+	// Last of the request initialization hooks: a request it admits is
+	// ended by mcp-go's success or error hook, which a later refusal would
+	// skip.
+	hooks.AddOnRequestInitialization(s.admitRequest)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,
