@@ -157,7 +157,7 @@ type aggregate struct {
 	subscribes map[string]int
 	gone       map[string]bool
 	// perUser counts the sessions' subscriptions in subs by their user;
-	// admitted counts the subscribes boundSubscription let through that
+	// admitted counts the subscribes admitRequest let through that
 	// have not ended yet.
 	perUser, admitted map[string]int
 	// subSend serializes the subscription changes forwarded upstream, one
@@ -1409,23 +1409,13 @@ var upstreamMethods = map[mcp.MCPMethod]bool{
 // admitRequest bounds what one user has in flight towards the upstreams
 // besides tool calls (max_concurrent_calls of them, counted apart from the
 // calls) and the user's resource subscriptions, before mcp-go handles the
-// request (a request initialization hook: its error is the answer). Over
-// legacy SSE mcp-go answers a POST at once and runs the request on its own,
-// so nothing else bounds how many one session sends on. mcp-go ends every
+// request (from initRequest: its error is the answer). Over legacy SSE
+// mcp-go answers a POST at once and runs the request on its own, so
+// nothing else bounds how many one session sends on. mcp-go ends every
 // request it admits in its success or error hook, which give the places
 // back.
-func (s *Server) admitRequest(ctx context.Context, _ any, message any) error {
-	raw, ok := message.(json.RawMessage)
-	if !ok {
-		return nil
-	}
-	var msg struct {
-		Method mcp.MCPMethod `json:"method"`
-		Params struct {
-			URI string `json:"uri"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(raw, &msg) != nil || !upstreamMethods[msg.Method] {
+func (s *Server) admitRequest(ctx context.Context, msg requestHead) error {
+	if !upstreamMethods[msg.Method] {
 		return nil
 	}
 	subscribe := msg.Method == mcp.MethodResourcesSubscribe

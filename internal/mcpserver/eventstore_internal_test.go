@@ -118,25 +118,7 @@ func TestEventStoreBounds(t *testing.T) {
 // and the door holds the session's events within its byte budget (a
 // result over the event size is not kept).
 func TestBigResultsStayWithinTheEventBudget(t *testing.T) {
-	up := server.NewMCPServer("big", "1")
-	up.AddTool(mcp.NewTool("big", mcp.WithNumber("size", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		// Progress makes the door answer on an event stream.
-		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1})
-		}
-		return mcp.NewToolResultText(strings.Repeat("A", req.GetInt("size", 0))), nil
-	})
-	upSrv := httptest.NewServer(server.NewStreamableHTTPServer(up))
-	t.Cleanup(upSrv.Close)
-	doc, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": map[string]any{"type": "http", "url": upSrv.URL + "/mcp", "protocol_version": "2025-11-25"}}})
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	door := New(Options{Cache: cache})
-	t.Cleanup(door.Close)
+	door := doorOver(t, bigResults(), Options{})
 	limits := storeLimits{events: DefaultMaxEventsPerSession, sessionBytes: maxSessionEventBytes / 64, totalBytes: maxEventStoreBytes / 64, eventBytes: maxStoredEventBytes / 64}
 	door.events.limits = limits // before any traffic
 	// The gateway's part, reduced: every request is alice's.
@@ -201,4 +183,37 @@ func TestBigResultsStayWithinTheEventBudget(t *testing.T) {
 	if peak < limits.sessionBytes/2 {
 		t.Errorf("at most %d bytes held: results within the event size were not kept", peak)
 	}
+}
+
+// bigResults is an upstream whose tool big answers size bytes of text, on
+// an event stream when the call carries a progress token.
+func bigResults() *server.MCPServer {
+	up := server.NewMCPServer("big", "1")
+	up.AddTool(mcp.NewTool("big", mcp.WithNumber("size", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Progress makes the door answer on an event stream.
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1})
+		}
+		return mcp.NewToolResultText(strings.Repeat("A", req.GetInt("size", 0))), nil
+	})
+	return up
+}
+
+// doorOver is the door of opts (its Cache set here) over one streamable
+// HTTP server, "up", serving up.
+func doorOver(t *testing.T, up *server.MCPServer, opts Options) *Server {
+	t.Helper()
+	upSrv := httptest.NewServer(server.NewStreamableHTTPServer(up))
+	t.Cleanup(upSrv.Close)
+	doc, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": map[string]any{"type": "http", "url": upSrv.URL + "/mcp", "protocol_version": "2025-11-25"}}})
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	if err := os.WriteFile(path, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
+	t.Cleanup(cache.Close)
+	opts.Cache = cache
+	door := New(opts)
+	t.Cleanup(door.Close)
+	return door
 }

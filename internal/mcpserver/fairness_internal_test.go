@@ -2,12 +2,9 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +18,6 @@ import (
 
 	"github.com/antler-mcp/antler/internal/principal"
 	"github.com/antler-mcp/antler/internal/settings"
-	"github.com/antler-mcp/antler/internal/toolcache"
 )
 
 // TestOneUserCannotEvictAnothersEvents performs what one key's sessions
@@ -32,24 +28,7 @@ import (
 // of the store, their own oldest dropped first. (The door's limits divided
 // by 64, as TestBigResultsStayWithinTheEventBudget does.)
 func TestOneUserCannotEvictAnothersEvents(t *testing.T) {
-	up := server.NewMCPServer("big", "1")
-	up.AddTool(mcp.NewTool("big", mcp.WithNumber("size", mcp.Required())), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1})
-		}
-		return mcp.NewToolResultText(strings.Repeat("A", req.GetInt("size", 0))), nil
-	})
-	upSrv := httptest.NewServer(server.NewStreamableHTTPServer(up))
-	t.Cleanup(upSrv.Close)
-	doc, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": map[string]any{"type": "http", "url": upSrv.URL + "/mcp", "protocol_version": "2025-11-25"}}})
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	door := New(Options{Cache: cache})
-	t.Cleanup(door.Close)
+	door := doorOver(t, bigResults(), Options{})
 	limits := storeLimits{events: DefaultMaxEventsPerSession, sessionBytes: maxSessionEventBytes / 64, totalBytes: maxEventStoreBytes / 64, eventBytes: maxStoredEventBytes / 64}
 	door.events.limits = limits
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -136,17 +115,7 @@ func TestRequestsBesidesCallsAreBoundedPerUser(t *testing.T) {
 		}
 		return mcp.NewGetPromptResult("slow", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("ok"))}), nil
 	})
-	upSrv := httptest.NewServer(server.NewStreamableHTTPServer(up))
-	t.Cleanup(upSrv.Close)
-	doc, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": map[string]any{"type": "http", "url": upSrv.URL + "/mcp", "protocol_version": "2025-11-25"}}})
-	path := filepath.Join(t.TempDir(), "extensions_config.json")
-	if err := os.WriteFile(path, doc, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cache := toolcache.New(toolcache.Options{ConfigPath: path, DataDir: t.TempDir()})
-	t.Cleanup(cache.Close)
-	door := New(Options{Cache: cache, CallSlots: principal.NewSlots(slots), StreamSlots: principal.NewSlots(4)})
-	t.Cleanup(door.Close)
+	door := doorOver(t, up, Options{CallSlots: principal.NewSlots(slots), StreamSlots: principal.NewSlots(4)})
 	mux := http.NewServeMux()
 	mux.Handle("/sse", door.SSE())
 	mux.Handle("/messages", door.Messages())

@@ -270,11 +270,10 @@ func New(opts Options) *Server {
 	hooks.AddBeforeCallTool(func(ctx context.Context, _ any, _ *mcp.CallToolRequest) { s.sync(ctx) })
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { s.sessions.registered(cs) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.sessionEnded(cs.SessionID()) })
-	hooks.AddOnRequestInitialization(refuseBadToolCursor)
-	// Last of the request initialization hooks: a request it admits is
-	// ended by mcp-go's success or error hook, which a later refusal would
+	// The only request initialization hook: a request it admits is ended
+	// by mcp-go's success or error hook, which a later hook's refusal would
 	// skip.
-	hooks.AddOnRequestInitialization(s.admitRequest)
+	hooks.AddOnRequestInitialization(s.initRequest)
 	s.taskHooks(hooks)
 	s.aggregateHooks(hooks)
 	s.mcp = server.NewMCPServer("antler", version,

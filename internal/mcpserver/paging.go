@@ -18,22 +18,40 @@ const DefaultToolPageSize = 500
 // issue: the client learns that much, never a decoder's text.
 var ErrInvalidCursor = errors.New("invalid cursor")
 
-// refuseBadToolCursor is an OnRequestInitialization hook: mcp-go pages
-// tools/list by a base64 cursor and would answer one that is not with the
-// decoder's error text. (The hook's error is -32600; mcp-go offers no way
-// to answer -32602 with a text of the door's.)
-func refuseBadToolCursor(_ context.Context, _ any, message any) error {
+// requestHead is what the door's request initialization hook reads of a
+// request mcp-go is about to handle, in one decode.
+type requestHead struct {
+	Method mcp.MCPMethod `json:"method"`
+	Params struct {
+		Cursor *string `json:"cursor"`
+		URI    string  `json:"uri"`
+	} `json:"params"`
+}
+
+// initRequest is the door's one OnRequestInitialization hook (its error is
+// the answer, -32600): it refuses a tools/list cursor the door did not
+// issue, and admits the request under the caller's bounds (admitRequest).
+func (s *Server) initRequest(ctx context.Context, _ any, message any) error {
 	raw, ok := message.(json.RawMessage)
 	if !ok {
 		return nil
 	}
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Cursor *string `json:"cursor"`
-		} `json:"params"`
+	var msg requestHead
+	if json.Unmarshal(raw, &msg) != nil {
+		return nil
 	}
-	if json.Unmarshal(raw, &msg) != nil || msg.Method != string(mcp.MethodToolsList) || msg.Params.Cursor == nil || *msg.Params.Cursor == "" {
+	if err := checkToolCursor(msg); err != nil {
+		return err
+	}
+	return s.admitRequest(ctx, msg)
+}
+
+// checkToolCursor refuses a tools/list cursor that is not base64: mcp-go
+// pages tools/list by a base64 cursor and would answer one that is not with
+// the decoder's error text. (mcp-go offers no way to answer -32602 with a
+// text of the door's.)
+func checkToolCursor(msg requestHead) error {
+	if msg.Method != mcp.MethodToolsList || msg.Params.Cursor == nil || *msg.Params.Cursor == "" {
 		return nil
 	}
 	if _, err := base64.StdEncoding.DecodeString(*msg.Params.Cursor); err != nil {
