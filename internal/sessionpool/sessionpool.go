@@ -6,6 +6,8 @@
 // that failed, never its replacement. On top of it, fairness: each user has a
 // share of the pool, calls hold leases, and neither a leased session nor one
 // the Pinned hook names (an active durable task) is closed for room or idleness.
+// A session being closed keeps its place until its Close returns, so the
+// limits bound the processes that exist, not only the sessions handed out.
 package sessionpool
 
 import (
@@ -109,7 +111,15 @@ type Pool[S Session] struct {
 	entries map[Key]*entry[S]
 	users   map[string]int // sessions per user
 	lru     *list.List     // of *entry, most recent at the front
-	closed  bool
+	// closing counts, per user and in all, the sessions removed from
+	// entries whose owner has not finished closing them: a stdio child
+	// given its exit grace still holds memory, so it still holds its place.
+	closing      map[string]int
+	closingTotal int
+	// freed is closed (and replaced) whenever a closing session is gone:
+	// a Get waiting for room wakes on it.
+	freed  chan struct{}
+	closed bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
@@ -143,7 +153,8 @@ func New[S Session](opts Options) *Pool[S] {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	p := &Pool[S]{max: opts.MaxSessions, perUser: opts.MaxPerUser, idle: opts.IdleTimeout, pinned: opts.Pinned, onEvent: opts.OnEvent,
-		entries: map[Key]*entry[S]{}, users: map[string]int{}, lru: list.New(), stop: make(chan struct{})}
+		entries: map[Key]*entry[S]{}, users: map[string]int{}, closing: map[string]int{}, freed: make(chan struct{}),
+		lru: list.New(), stop: make(chan struct{})}
 	p.wg.Go(p.janitor)
 	return p
 }
@@ -160,10 +171,14 @@ const maxRoomAttempts = 8
 // A new session needs room. When key's user is at its limit, the user's own
 // least recently used session that is neither leased nor pinned is closed;
 // when the pool is full, the least recently used such session of any user.
-// With no such session the answer is ErrUserLimit or ErrFull.
+// A closed session's place is taken once its Close has returned (the child
+// has exited or been killed), so Get waits for that, bounded by ctx; it
+// waits the same way when the limit is held by sessions already closing.
+// With no session to close and none closing the answer is ErrUserLimit or
+// ErrFull.
 func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, release func(), err error) {
 	var zero S
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; ; {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -182,9 +197,20 @@ func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, r
 			p.wg.Go(func() { p.own(e, dial) })
 			return p.lease(ctx, e)
 		}
+		freed, closing := p.freed, p.closing[key.User] > 0
+		if full == ErrFull {
+			closing = p.closingTotal > 0
+		}
 		p.mu.Unlock()
-		if attempt == maxRoomAttempts || !p.evictOne(candidates) {
+		if attempt < maxRoomAttempts && p.evictOne(candidates) {
+			attempt++
+		} else if !closing {
 			return zero, nil, full
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return zero, nil, ctx.Err()
 		}
 	}
 }
@@ -273,12 +299,13 @@ func (p *Pool[S]) leaseFor(ctx context.Context, e *entry[S], use bool) (S, func(
 
 // roomLocked reports whether a new session of user fits (nil) or which limit
 // it hits, with the sessions that could make room, least recently used first.
+// Sessions still closing count against both limits.
 func (p *Pool[S]) roomLocked(user string) ([]*entry[S], error) {
 	var limit error
 	switch {
-	case p.users[user] >= p.perUser:
+	case p.users[user]+p.closing[user] >= p.perUser:
 		limit = ErrUserLimit
-	case len(p.entries) >= p.max:
+	case len(p.entries)+p.closingTotal >= p.max:
 		limit = ErrFull
 	default:
 		return nil, nil
@@ -350,16 +377,31 @@ func (p *Pool[S]) own(e *entry[S], dial DialFunc[S]) {
 	e.sess, e.err = sess, err
 	close(e.ready)
 	if err != nil {
+		p.gone(e)
 		return
 	}
 	p.event(e.key.Server, EventStarted)
 	<-e.release
 	_ = sess.Close()
+	p.gone(e)
 	ended := e.ended
 	if ended == "" {
 		ended = EventClosed
 	}
 	p.event(e.key.Server, ended)
+}
+
+// gone gives back the place of e, removed from the pool and now closed (or
+// never opened), and wakes the Gets waiting for room.
+func (p *Pool[S]) gone(e *entry[S]) {
+	p.mu.Lock()
+	if p.closing[e.key.User]--; p.closing[e.key.User] <= 0 {
+		delete(p.closing, e.key.User)
+	}
+	p.closingTotal--
+	close(p.freed)
+	p.freed = make(chan struct{})
+	p.mu.Unlock()
 }
 
 func (p *Pool[S]) event(server string, ev Event) {
@@ -397,12 +439,16 @@ func sameSession[S Session](e *entry[S], token any) bool {
 	return ok && any(s) == any(e.sess)
 }
 
+// removeLocked takes e out of the pool; its place stays held (closing) until
+// its owner has closed it (gone).
 func (p *Pool[S]) removeLocked(e *entry[S]) {
 	delete(p.entries, e.key)
 	p.lru.Remove(e.elem)
 	if p.users[e.key.User]--; p.users[e.key.User] <= 0 {
 		delete(p.users, e.key.User)
 	}
+	p.closing[e.key.User]++
+	p.closingTotal++
 }
 
 // RetireThread closes the sessions of thread, for every user and server,

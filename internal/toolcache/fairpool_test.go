@@ -1,12 +1,15 @@
 package toolcache_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/antler-mcp/antler/internal/eventually"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -228,4 +231,57 @@ func TestRebuildKeepsUnchangedServersSessions(t *testing.T) {
 	if got := whoamiAs(t, s2, "b_whoami", "alice", "t1").PID; got == b1 {
 		t.Error("b was edited but its session was kept")
 	}
+}
+
+// TestChurnedThreadsCannotOutnumberTheUsersLimit is the attack: a user at
+// her limit of two stdio sessions opens thread after thread, each evicting
+// her oldest session, on a server whose process lingers after its stdin
+// closes (the two seconds a closed child is given before it is killed).
+// Were an evicted session's place free at once, every new thread would add
+// a process while the evicted ones linger, and a fast enough churn would
+// hold any number of them; the user's processes, lingering ones included,
+// never outnumber her limit.
+func TestChurnedThreadsCannotOutnumberTheUsersLimit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "linger.sh")
+	body := "#!/bin/sh\n" + strconv.Quote(testmcp.Build(t)) + "\nsleep 30\n"
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{t: t, path: filepath.Join(dir, "extensions_config.json")}
+	b.write(doc(`"linger": ` + stdio(script, "")))
+	b.cache = toolcache.New(toolcache.Options{ConfigPath: b.path, DataDir: t.TempDir(), MaxSessionsPerUser: 2,
+		Lookup: func(string) (string, bool) { return "", false }})
+	t.Cleanup(b.cache.Close)
+	s := b.snap()
+
+	most := 0
+	for i := range 4 {
+		a, _ := json.Marshal(map[string]any{"message": "hi"})
+		if _, err := s.Invoke(context.Background(), dispatch.Request{Name: "linger_echo", Arguments: a, UserID: "mallory", ThreadID: fmt.Sprint("t", i)}); err != nil {
+			t.Fatalf("call in thread t%d: %v", i, err)
+		}
+		most = max(most, processesRunning(t, script))
+	}
+	if most > 2 {
+		t.Errorf("%d processes of the user's sessions alive at once, want at most her limit of 2", most)
+	}
+}
+
+// processesRunning counts the live processes whose command line names path.
+func processesRunning(t *testing.T, path string) int {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(cmdline, []byte(path)) {
+			n++
+		}
+	}
+	return n
 }
