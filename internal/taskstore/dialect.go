@@ -144,33 +144,76 @@ func (d dialect) claimSQL(set, where, order string) string {
 
 // claimDueSQL builds the poll claim ($1 owner, $2 lease expiry, $3 now, $4
 // limit, $5 the most live poll leases one user may hold afterwards, $6 a JSON
-// array of users to leave out). It takes
-// due rows round-robin by user: each due row is ranked within its user after
-// that user's live poll leases (every row a poll holds is in the same index
-// range, since a claim never moves next_poll_at), and the free rows ranked at
-// most $5 are taken by rank, then due time. A user with 300 due tasks thus
-// gets the same share of a claim as a user with one, and a user whose polls
-// hang cannot take more than $5 of the pool. The window reads the claimable
-// rows due at $3 through the partial claim index, never the history.
+// array of users to leave out): a fair claim (fairClaimSQL) of the claimable
+// rows due at $3, read through the partial claim index, never the history.
+// Every row a poll holds stays in that range, since a claim never moves
+// next_poll_at. The bound means a user whose polls hang cannot take more than
+// $5 of the pool.
+func (d dialect) claimDueSQL() string {
+	return d.fairClaimSQL(fairClaim{
+		set:     claimDueSet(d),
+		due:     claimableDueWhere(),
+		dueAt:   "next_poll_at",
+		expires: "lease_expires_at",
+		users:   " AND " + d.notAmongUsers("$6"),
+		maxRank: "$5",
+	})
+}
+
+// claimNotifySQL builds the notification claim ($1 owner, $2 lease expiry,
+// $3 now, $4 limit): a fair claim (fairClaimSQL) of the undelivered events due
+// at $3, read through the notification status indexes, never the history. It
+// has no per-user bound: a pass waits for all of its deliveries (each cut off
+// inside the lease), so a user's hung deliveries hold no worker another's
+// could have had.
+func (d dialect) claimNotifySQL() string {
+	return d.fairClaimSQL(fairClaim{
+		set:     claimNotifySet(d),
+		due:     dueNotifyWhere,
+		dueAt:   "COALESCE(next_notification_at, 0)",
+		expires: "notification_lease_expires_at",
+	})
+}
+
+// fairClaim is what differs between the claims taken round-robin by user.
+type fairClaim struct {
+	set     string // the SET list of a claimed row ($1 owner, $2 expiry, $3 now)
+	due     string // the rows due at $3, leased or not: a live lease must stay in them
+	dueAt   string // the due time, the order within a user
+	expires string // the lease's expiry column
+	users   string // a condition on user_id to rank only some users' rows, from " AND ", or ""
+	maxRank string // the most live leases one user may hold afterwards, or "" for no bound
+}
+
+// fairClaimSQL builds a claim of up to $4 rows taken round-robin by user:
+// each due row is ranked within its user after that user's live leases, and
+// the free rows (ranked at most maxRank) are taken by rank, then due time. A
+// user with 300 due rows thus gets the same share of a claim as a user with
+// one, and a user with work in flight waits behind one without.
 //
 // On Postgres a window query cannot lock rows, so the ranked candidates
 // (twice the limit, to spare rows a concurrent claimer just took) are locked
-// FOR UPDATE SKIP LOCKED in rank order and re-checked against claimDueWhere
-// on their latest version before the update, as in claimSQL.
-func (d dialect) claimDueSQL() string {
-	ranked := "SELECT id, next_poll_at AS due, ROW_NUMBER() OVER (PARTITION BY user_id" +
-		" ORDER BY CASE WHEN lease_expires_at >= $3 THEN 0 ELSE 1 END, next_poll_at, id) AS user_rank," +
-		" lease_expires_at AS held_until FROM mcp_tasks WHERE " + claimableDueWhere() + " AND " + d.notAmongUsers("$6")
-	free := "SELECT id AS cid, due, user_rank FROM (" + ranked + ") ranked" +
-		" WHERE (held_until IS NULL OR held_until < $3) AND user_rank <= $5" +
+// FOR UPDATE SKIP LOCKED in rank order and re-checked against due and a free
+// lease on their latest version before the update, as in claimSQL.
+func (d dialect) fairClaimSQL(c fairClaim) string {
+	free := "(" + c.expires + " IS NULL OR " + c.expires + " < $3)"
+	ranked := "SELECT id, " + c.dueAt + " AS due, ROW_NUMBER() OVER (PARTITION BY user_id" +
+		" ORDER BY CASE WHEN " + c.expires + " >= $3 THEN 0 ELSE 1 END, " + c.dueAt + ", id) AS user_rank," +
+		" " + c.expires + " AS held_until FROM mcp_tasks WHERE " + c.due + c.users
+	bound := ""
+	if c.maxRank != "" {
+		bound = " AND user_rank <= " + c.maxRank
+	}
+	candidates := "SELECT id AS cid, due, user_rank FROM (" + ranked + ") ranked" +
+		" WHERE (held_until IS NULL OR held_until < $3)" + bound +
 		" ORDER BY user_rank, due, cid LIMIT "
 	if d == dialectPostgres {
-		return "UPDATE mcp_tasks SET " + claimDueSet(d) +
-			" WHERE id = ANY(ARRAY(SELECT id FROM mcp_tasks JOIN (" + free + "2 * $4) candidates ON id = cid" +
-			" WHERE " + claimDueWhere() + " ORDER BY user_rank, due, cid LIMIT $4 FOR UPDATE OF mcp_tasks SKIP LOCKED))" +
+		return "UPDATE mcp_tasks SET " + c.set +
+			" WHERE id = ANY(ARRAY(SELECT id FROM mcp_tasks JOIN (" + candidates + "2 * $4) candidates ON id = cid" +
+			" WHERE " + c.due + " AND " + free + " ORDER BY user_rank, due, cid LIMIT $4 FOR UPDATE OF mcp_tasks SKIP LOCKED))" +
 			" RETURNING " + taskColumns
 	}
-	return "UPDATE mcp_tasks SET " + claimDueSet(d) + " WHERE id IN (SELECT cid FROM (" + free + "$4))" +
+	return "UPDATE mcp_tasks SET " + c.set + " WHERE id IN (SELECT cid FROM (" + candidates + "$4))" +
 		" RETURNING " + taskColumns
 }
 

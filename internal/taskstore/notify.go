@@ -29,13 +29,14 @@ const (
 )
 
 // Notification claim: $1 owner, $2 lease expiry, $3 now, $4 limit. A claim
-// takes undelivered event versions that are due and whose notification
-// lease is free; dead letters and delivered rows wait for a newer event.
+// takes undelivered event versions that are due ($3) and whose notification
+// lease is free; dead letters and delivered rows wait for a newer event. A
+// held row stays due (a claim never moves next_notification_at), so a user's
+// deliveries in flight count against its turn.
 const (
-	claimNotifyWhere = "notification_status IN ('pending', 'claimed', 'retry', 'dispatched')" +
+	dueNotifyWhere = "notification_status IN ('pending', 'claimed', 'retry', 'dispatched')" +
 		" AND event_version > notified_version" +
-		" AND (next_notification_at IS NULL OR next_notification_at <= $3)" +
-		" AND (notification_lease_expires_at IS NULL OR notification_lease_expires_at < $3)"
+		" AND (next_notification_at IS NULL OR next_notification_at <= $3)"
 	clearNotifyLease = "notification_lease_owner = NULL, notification_lease_expires_at = NULL, notification_lease_token = NULL"
 	// notifyFence holds while owner ($2) holds the notification lease with
 	// token ($3), unexpired at now ($4), for dispatch version $5.
@@ -76,8 +77,12 @@ func canonicalJSON(ev map[string]any) ([]byte, error) {
 // latest event as its dispatch_event and dispatch_version (a new version
 // restarts dispatch_attempt and notification_attempt_count at 0) and becomes
 // claimed. A dispatched row, or a retry of the latest version, keeps the
-// snapshot it was sent with, so a resend carries the same event. Rows come
-// back ordered by next_notification_at, then id.
+// snapshot it was sent with, so a resend carries the same event.
+//
+// Events are taken round-robin by user, a user's in due order and a user
+// with deliveries in flight after those without, so one user's pile of
+// undelivered events never delays another user's by more than one turn. Rows
+// come back ordered by next_notification_at, then id.
 func (s *Store) ClaimNotifications(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
 	if err := checkClaim(owner, lease, limit); err != nil {
 		return nil, fmt.Errorf("taskstore: claim notifications: %w", err)

@@ -23,6 +23,7 @@ func TestSQLiteClaimPlans(t *testing.T) {
 	}{
 		{"ClaimDue", s.claimQ, "ix_mcp_tasks_due", []any{"owner", 1, 1, 100, 4, `["bob"]`}},
 		{"ClaimCancelRequests", s.cancQ, "ix_mcp_tasks_cancel_due", []any{"owner", 1, 1, 100, `["bob"]`}},
+		{"ClaimNotifications", s.notifyQ, "ix_mcp_tasks_notification_due", []any{"owner", 1, 1, 100}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -197,7 +197,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		d:                     d,
 		claimQ:                d.claimDueSQL(),
 		cancQ:                 d.claimSQL(claimCancelSet(d), claimCancelWhere()+" AND "+d.notAmongUsers("$5"), "next_cancel_at"),
-		notifyQ:               d.claimSQL(claimNotifySet(d), claimNotifyWhere, "COALESCE(next_notification_at, 0)"),
+		notifyQ:               d.claimNotifySQL(),
 		trackingDegradedAfter: DefaultTrackingDegradedAfter,
 	}
 	for _, opt := range opts {

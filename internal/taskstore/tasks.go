@@ -76,10 +76,6 @@ func claimableDueWhere() string {
 	return "status IN " + pollableSQL() + " AND cancel_requested_at IS NULL AND next_poll_at <= $3"
 }
 
-func claimDueWhere() string {
-	return claimableDueWhere() + " AND (lease_expires_at IS NULL OR lease_expires_at < $3)"
-}
-
 func claimCancelWhere() string {
 	return "next_cancel_at <= $3 AND cancel_requested_at IS NOT NULL AND status NOT IN " + terminalSQL() +
 		" AND (lease_expires_at IS NULL OR lease_expires_at < $3)"

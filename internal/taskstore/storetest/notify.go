@@ -17,7 +17,13 @@ import (
 
 func claimNotify(t *testing.T, s *taskstore.Store, now time.Time, owner string) []taskstore.Task {
 	t.Helper()
-	tasks, err := s.ClaimNotifications(context.Background(), now, owner, lease, 10)
+	return claimNotifyN(t, s, now, owner, 10)
+}
+
+// claimNotifyN is ClaimNotifications of up to limit events.
+func claimNotifyN(t *testing.T, s *taskstore.Store, now time.Time, owner string, limit int) []taskstore.Task {
+	t.Helper()
+	tasks, err := s.ClaimNotifications(context.Background(), now, owner, lease, limit)
 	if err != nil {
 		t.Fatalf("ClaimNotifications: %v", err)
 	}
@@ -316,4 +322,54 @@ func testThreadEvents(t *testing.T, s *taskstore.Store) {
 	if err := json.Unmarshal(s.Event(get(t, s, "a")), &doc); err != nil || doc["status"] != "completed" || doc["task_id"] != "a" {
 		t.Errorf("Event(a) = %v (%v)", doc, err)
 	}
+}
+
+// testNotifyClaimFairAcrossUsers is the attack on the outbox: user-a has 50
+// undelivered events due before user-b's one, and a claim of 4 must still
+// deliver user-b's. Events are taken one per user per turn, and a user whose
+// deliveries are in flight waits behind one whose are not.
+func testNotifyClaimFairAcrossUsers(t *testing.T, s *taskstore.Store) {
+	completed := func(nt *taskstore.NewTask) { nt.State = status("completed") }
+	for i := range 50 {
+		create(t, s, newTask(fmt.Sprintf("a%02d", i), of("user-a"), completed), at(time.Duration(i)*time.Millisecond))
+	}
+	create(t, s, newTask("b0", of("user-b"), completed), at(time.Second))
+	now := at(5 * time.Second)
+	claimed := claimNotifyN(t, s, now, "owner", 4)
+	if got, want := ids(claimed), []string{"a00", "a01", "a02", "b0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("claim of 4 = %v, want %v (user-b's event in the first turn; rows in due order)", got, want)
+	}
+	for _, c := range claimed {
+		if c.NotificationStatus != taskstore.NotifyClaimed || c.DispatchVersion != 1 || c.DispatchEvent == nil ||
+			c.NotificationLeaseOwner != "owner" || !c.NotificationLeaseExpiresAt.Equal(now.Add(lease)) {
+			t.Errorf("claimed row not rebuilt and leased: %+v", c)
+		}
+	}
+	// user-a's three deliveries are in flight, user-b's one: user-b's next
+	// event ranks second within its user, user-a's next fourth.
+	create(t, s, newTask("b1", of("user-b"), completed), at(4*time.Second))
+	if got := ids(claimNotifyN(t, s, now, "owner", 1)); !reflect.DeepEqual(got, []string{"b1"}) {
+		t.Fatalf("claim of one with user-a's deliveries in flight = %v, want [b1]", got)
+	}
+	if got := ids(claimNotifyN(t, s, now, "owner", 1)); !reflect.DeepEqual(got, []string{"a03"}) {
+		t.Fatalf("next claim of one = %v, want [a03]", got)
+	}
+	// No per-user bound: user-a alone takes the whole claim.
+	if got := claimNotifyN(t, s, now, "owner", 10); len(got) != 10 || got[0].ID != "a04" {
+		t.Fatalf("claim of 10 with only user-a's events free = %v, want a04 to a13", ids(got))
+	}
+}
+
+// testConcurrentNotifyClaims races 8 claimers over 2,000 undelivered events of
+// 10 users: each event must be claimed exactly once.
+func testConcurrentNotifyClaims(t *testing.T, s *taskstore.Store) {
+	const rows = 2000
+	for i := range rows {
+		create(t, s, newTask(fmt.Sprintf("task-%04d", i), of(fmt.Sprintf("user-%d", i%10)), func(nt *taskstore.NewTask) {
+			nt.State = status("completed")
+		}), at(0))
+	}
+	raceClaims(t, rows, func(owner string) ([]taskstore.Task, error) {
+		return s.ClaimNotifications(context.Background(), at(time.Second), owner, time.Hour, 25)
+	})
 }

@@ -58,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) *taskstore.Store) {
 		{"NotifyRetries", testNotifyRetries},
 		{"NotifyDeadLetter", testNotifyDeadLetter},
 		{"NotifyFencing", testNotifyFencing},
+		{"NotifyClaimFairAcrossUsers", testNotifyClaimFairAcrossUsers},
+		{"ConcurrentNotifyClaims", testConcurrentNotifyClaims},
 		{"ThreadEvents", testThreadEvents},
 		{"UserEvents", testUserEvents},
 		{"ListByUser", testListByUser},
@@ -732,10 +734,20 @@ func testCancelRetry(t *testing.T, s *taskstore.Store) {
 // testConcurrentClaims races 8 claimers over 2,000 due rows: each row must be
 // claimed exactly once.
 func testConcurrentClaims(t *testing.T, s *taskstore.Store) {
-	const rows, claimers = 2000, 8
+	const rows = 2000
 	for i := range rows {
 		create(t, s, newTask(fmt.Sprintf("task-%04d", i)), at(0))
 	}
+	raceClaims(t, rows, func(owner string) ([]taskstore.Task, error) {
+		return s.ClaimDue(context.Background(), at(time.Second), owner, time.Hour, 25)
+	})
+}
+
+// raceClaims runs 8 claimers at once, each calling claim until it comes back
+// empty, and fails unless rows distinct rows were claimed, none twice.
+func raceClaims(t *testing.T, rows int, claim func(owner string) ([]taskstore.Task, error)) {
+	t.Helper()
+	const claimers = 8
 	var (
 		mu      sync.Mutex
 		claimed = map[string]string{}
@@ -747,9 +759,9 @@ func testConcurrentClaims(t *testing.T, s *taskstore.Store) {
 		wg.Go(func() {
 			<-start
 			for {
-				tasks, err := s.ClaimDue(context.Background(), at(time.Second), owner, time.Hour, 25)
+				tasks, err := claim(owner)
 				if err != nil {
-					t.Errorf("%s: ClaimDue: %v", owner, err)
+					t.Errorf("%s: claim: %v", owner, err)
 					return
 				}
 				if len(tasks) == 0 {
