@@ -105,7 +105,11 @@ func (b *extismBackend) CallChecked(ctx context.Context, export, _ string, in []
 	}
 	var inst *extism.Plugin
 	if n := len(b.idle); n > 0 {
-		inst, b.idle = b.idle[n-1], b.idle[:n-1]
+		inst = b.idle[n-1]
+		// Clear the slot: a stale pointer in the backing array would keep
+		// the instance's memories reachable after it is discarded.
+		b.idle[n-1] = nil
+		b.idle = b.idle[:n-1]
 	}
 	b.mu.Unlock()
 	if inst == nil {
@@ -118,7 +122,7 @@ func (b *extismBackend) CallChecked(ctx context.Context, export, _ string, in []
 	if err != nil || status != 0 {
 		_ = inst.Close(context.Background())
 		kind := "trap"
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) { // the caller's deadline or the manifest's
 			kind = "timeout"
 		}
 		if err == nil {

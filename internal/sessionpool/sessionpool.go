@@ -120,8 +120,8 @@ type Pool[S Session] struct {
 	// a Get waiting for room wakes on it.
 	freed  chan struct{}
 	closed bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
 
 type entry[S Session] struct {

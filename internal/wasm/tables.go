@@ -3,6 +3,8 @@ package wasm
 import (
 	"errors"
 	"fmt"
+
+	"github.com/antler-mcp/antler/internal/wasmbin"
 )
 
 // tableEntryBytes is what the runtime holds on the Go heap for each entry
@@ -44,7 +46,7 @@ func BoundTables(code []byte, maxBytes uint64) ([]byte, error) {
 			out := make([]byte, 0, len(code)+len(body)-int(size)+5)
 			out = append(out, code[:i]...)
 			out = append(out, sectionTable)
-			out = appendLEB(out, uint64(len(body)))
+			out = wasmbin.AppendULEB(out, uint64(len(body)))
 			out = append(out, body...)
 			return append(out, code[end:]...), nil
 		}
@@ -70,7 +72,7 @@ func boundTableSection(body []byte, maxBytes uint64) ([]byte, error) {
 		return body, nil
 	}
 	share := maxBytes / tableEntryBytes / count
-	out := appendLEB(make([]byte, 0, len(body)+int(count)*5), count)
+	out := wasmbin.AppendULEB(make([]byte, 0, len(body)+int(count)*5), count)
 	for t := uint64(0); t < count; t++ {
 		if i+2 > len(body) {
 			return nil, errors.New("table section: a table runs past the end")
@@ -98,7 +100,7 @@ func boundTableSection(body []byte, maxBytes uint64) ([]byte, error) {
 			return nil, fmt.Errorf("%w: table %d starts with %d entries, over the %d its memory limit allows (%d bytes each)", errTableTooLarge, t, min, share, tableEntryBytes)
 		}
 		out = append(out, refType, 1)
-		out = appendLEB(appendLEB(out, min), max)
+		out = wasmbin.AppendULEB(wasmbin.AppendULEB(out, min), max)
 	}
 	if i != len(body) {
 		return nil, errors.New("table section: bytes after the last table")
@@ -131,14 +133,4 @@ func readLEB(b []byte, i int) (uint64, int, error) {
 		}
 	}
 	return 0, 0, errors.New("a number over 5 bytes")
-}
-
-func appendLEB(b []byte, v uint64) []byte {
-	for {
-		c := byte(v & 0x7f)
-		if v >>= 7; v == 0 {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
 }

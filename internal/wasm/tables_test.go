@@ -10,54 +10,8 @@ import (
 
 	"github.com/antler-mcp/antler/abi"
 	"github.com/antler-mcp/antler/internal/wasm"
+	"github.com/antler-mcp/antler/internal/wasmbin"
 )
-
-// leb encodes v as unsigned LEB128.
-func leb(v uint64) []byte {
-	var out []byte
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			out = append(out, b|0x80)
-			continue
-		}
-		return append(out, b)
-	}
-}
-
-// sleb encodes v as signed LEB128.
-func sleb(v int64) []byte {
-	var out []byte
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
-			return append(out, b)
-		}
-		out = append(out, b|0x80)
-	}
-}
-
-func section(id byte, body []byte) []byte {
-	return append(append([]byte{id}, leb(uint64(len(body)))...), body...)
-}
-
-func vec(items ...[]byte) []byte {
-	out := leb(uint64(len(items)))
-	for _, it := range items {
-		out = append(out, it...)
-	}
-	return out
-}
-
-func name(s string) []byte { return append(leb(uint64(len(s))), s...) }
-
-func fnBody(code ...byte) []byte {
-	body := append([]byte{0x00}, code...) // no locals
-	body = append(body, 0x0b)
-	return append(leb(uint64(len(body))), body...)
-}
 
 // tableGrowGuest is a raw ABI 1 interceptor, no SDK: its antler_intercept
 // grows an unbounded funcref table by delta entries (table.grow, a
@@ -65,29 +19,29 @@ func fnBody(code ...byte) []byte {
 // "continue". It touches no linear memory beyond one page.
 func tableGrowGuest(delta uint32) []byte {
 	m := []byte("\x00asm\x01\x00\x00\x00")
-	m = append(m, section(1, vec(
+	m = append(m, wasmbin.Section(1, wasmbin.Vec(
 		[]byte{0x60, 0x00, 0x01, 0x7f},             // 0: () -> i32
 		[]byte{0x60, 0x00, 0x01, 0x7e},             // 1: () -> i64
 		[]byte{0x60, 0x01, 0x7f, 0x01, 0x7f},       // 2: (i32) -> i32
 		[]byte{0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7e}, // 3: (i32, i32) -> i64
 	))...)
-	m = append(m, section(3, vec([]byte{0}, []byte{1}, []byte{2}, []byte{3}))...)
-	m = append(m, section(4, vec([]byte{0x70, 0x00, 0x00}))...) // table funcref min 0, no max
-	m = append(m, section(5, vec([]byte{0x00, 0x01}))...)       // memory min 1 page
-	m = append(m, section(7, vec(
-		append(name("memory"), 0x02, 0x00),
-		append(name(abi.ExportVersion), 0x00, 0x00),
-		append(name(abi.ExportFeatures), 0x00, 0x01),
-		append(name(abi.ExportAlloc), 0x00, 0x02),
-		append(name(abi.ExportIntercept), 0x00, 0x03),
+	m = append(m, wasmbin.Section(3, wasmbin.Vec([]byte{0}, []byte{1}, []byte{2}, []byte{3}))...)
+	m = append(m, wasmbin.Section(4, wasmbin.Vec([]byte{0x70, 0x00, 0x00}))...) // table funcref min 0, no max
+	m = append(m, wasmbin.Section(5, wasmbin.Vec([]byte{0x00, 0x01}))...)       // memory min 1 page
+	m = append(m, wasmbin.Section(7, wasmbin.Vec(
+		append(wasmbin.Name("memory"), 0x02, 0x00),
+		append(wasmbin.Name(abi.ExportVersion), 0x00, 0x00),
+		append(wasmbin.Name(abi.ExportFeatures), 0x00, 0x01),
+		append(wasmbin.Name(abi.ExportAlloc), 0x00, 0x02),
+		append(wasmbin.Name(abi.ExportIntercept), 0x00, 0x03),
 	))...)
-	version := append([]byte{0x41}, sleb(int64(abi.PackVersion(abi.Major, abi.Minor)))...)
-	features := append([]byte{0x42}, sleb(int64(abi.FeatureIntercept))...)
-	alloc := append([]byte{0x41}, sleb(1024)...)
+	version := append([]byte{0x41}, wasmbin.SLEB(int64(abi.PackVersion(abi.Major, abi.Minor)))...)
+	features := append([]byte{0x42}, wasmbin.SLEB(int64(abi.FeatureIntercept))...)
+	alloc := append([]byte{0x41}, wasmbin.SLEB(1024)...)
 	grow := []byte{0xd0, 0x70, 0x41} // ref.null func; i32.const delta
-	grow = append(grow, sleb(int64(int32(delta)))...)
+	grow = append(grow, wasmbin.SLEB(int64(int32(delta)))...)
 	grow = append(grow, 0xfc, 0x0f, 0x00, 0x1a, 0x42, 0x00) // table.grow 0; drop; i64.const 0
-	m = append(m, section(10, vec(fnBody(version...), fnBody(features...), fnBody(alloc...), fnBody(grow...)))...)
+	m = append(m, wasmbin.Section(10, wasmbin.Vec(wasmbin.Func(wasmbin.NoLocals, version), wasmbin.Func(wasmbin.NoLocals, features), wasmbin.Func(wasmbin.NoLocals, alloc), wasmbin.Func(wasmbin.NoLocals, grow)))...)
 	return m
 }
 
@@ -131,13 +85,13 @@ func TestTableGrowIsBoundedByTheMemoryLimit(t *testing.T) {
 func TestBoundTables(t *testing.T) {
 	const limit = 8 * 1000 // bytes: 1,000 entries in all
 	module := func(tables ...[]byte) []byte {
-		return append([]byte("\x00asm\x01\x00\x00\x00"), section(4, vec(tables...))...)
+		return append([]byte("\x00asm\x01\x00\x00\x00"), wasmbin.Section(4, wasmbin.Vec(tables...))...)
 	}
 	table := func(min uint64, max ...uint64) []byte {
 		if len(max) == 0 {
-			return append([]byte{0x70, 0x00}, leb(min)...)
+			return append([]byte{0x70, 0x00}, wasmbin.ULEB(min)...)
 		}
-		return append(append([]byte{0x70, 0x01}, leb(min)...), leb(max[0])...)
+		return append(append([]byte{0x70, 0x01}, wasmbin.ULEB(min)...), wasmbin.ULEB(max[0])...)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -151,9 +105,9 @@ func TestBoundTables(t *testing.T) {
 		{"a table starting above it", module(table(1001)), nil, "table 0 starts with 1001 entries"},
 		{"no table section", []byte("\x00asm\x01\x00\x00\x00"), []byte("\x00asm\x01\x00\x00\x00"), ""},
 		{"64-bit limits", module([]byte{0x70, 0x04, 0x01}), nil, "not supported"},
-		{"a cut table", append([]byte("\x00asm\x01\x00\x00\x00"), section(4, []byte{0x01, 0x70})...), nil, "runs past the end"},
+		{"a cut table", append([]byte("\x00asm\x01\x00\x00\x00"), wasmbin.Section(4, []byte{0x01, 0x70})...), nil, "runs past the end"},
 		{"a section past the end", []byte("\x00asm\x01\x00\x00\x00\x04\x7f"), nil, "runs past the end"},
-		{"a number over 32 bits", module(append([]byte{0x70, 0x00}, leb(1<<33)...)), nil, "over"},
+		{"a number over 32 bits", module(append([]byte{0x70, 0x00}, wasmbin.ULEB(1<<33)...)), nil, "over"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := wasm.BoundTables(tc.in, limit)
