@@ -264,77 +264,74 @@ func TestRetireThreadClosesTheThreadsSessions(t *testing.T) {
 	}
 }
 
-// lingering is a session whose Close returns only when the test lets it: a
-// child given its exit grace.
-type lingering struct {
-	fakeSession
-	let chan struct{}
-}
-
-func (s *lingering) Close() error {
-	<-s.let
-	return s.fakeSession.Close()
-}
-
 // TestAClosingSessionKeepsItsPlace: a session being closed still counts
-// against its user's limit and the pool's, so the place it frees is taken
-// only once its Close has returned; the wait is the caller's ctx's to end,
-// and another user below both limits never waits.
+// until its Close has returned. One closed for room hands its place to the
+// session it was closed for, which starts only once it is gone; one closed
+// for any other reason (a retired thread) holds its place, and a caller who
+// needs it waits, bounded by its ctx, while another user below every limit
+// never waits.
 func TestAClosingSessionKeepsItsPlace(t *testing.T) {
 	t.Parallel()
-	p := sessionpool.New[*lingering](sessionpool.Options{MaxSessions: 3, MaxPerUser: 2})
+	p := sessionpool.New[*gatedSession](sessionpool.Options{MaxSessions: 3, MaxPerUser: 2})
 	defer p.Close()
-	let := make(chan struct{})
-	dial := func(context.Context, func()) (*lingering, error) { return &lingering{let: let}, nil }
-	open := func(ctx context.Context, user, thread string, hold bool) (*lingering, error) {
-		s, release, err := p.Get(ctx, sessionpool.NewKey("s", user, thread, ""), dial)
-		if err == nil && !hold {
-			release()
-		} else if err == nil {
+	started := make(chan string, 16)
+	open := make(chan struct{})
+	close(open)
+	get := func(ctx context.Context, user, thread string, let chan struct{}, hold bool) error {
+		_, release, err := p.Get(ctx, sessionpool.NewKey("s", user, thread, ""), func(context.Context, func()) (*gatedSession, error) {
+			return &gatedSession{name: user + "/" + thread, started: started, let: let}, nil
+		})
+		if err == nil && hold {
 			t.Cleanup(release)
+		} else if err == nil {
+			release()
 		}
-		return s, err
+		return err
 	}
-	if _, err := open(context.Background(), "alice", "1", false); err != nil {
+	letA1, letB1 := make(chan struct{}), make(chan struct{})
+	if err := get(context.Background(), "alice", "1", letA1, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := open(context.Background(), "alice", "2", true); err != nil { // a call in flight
+	if err := get(context.Background(), "alice", "2", open, true); err != nil { // a call in flight
 		t.Fatal(err)
 	}
-
-	// Thread 3 evicts thread 1, whose Close lingers: the Get waits.
+	// Thread 3 closes thread 1 for room and waits for it to be gone.
 	got := make(chan error, 1)
-	go func() {
-		_, err := open(context.Background(), "alice", "3", false)
-		got <- err
-	}()
-	eventually.True(t, "thread 1 to be evicted", func() bool { return p.Len() == 1 })
-	// Bob fits both limits beside the closing session (3 places, 2 held).
-	if _, err := open(context.Background(), "bob", "1", true); err != nil {
+	go func() { got <- get(context.Background(), "alice", "3", open, true) }()
+	if name := <-started; name != "alice/1" {
+		t.Fatalf("%s closed, want alice/1", name)
+	}
+	// Bob fits every limit; his session is then retired, and lingers.
+	if err := get(context.Background(), "bob", "1", letB1, false); err != nil {
 		t.Fatalf("bob, below every limit: %v", err)
 	}
-	// The pool is full (2 open, both busy, and 1 closing): carol waits for
-	// the closing one, and stops waiting when she gives up.
+	p.RetireThread("1")
+	if name := <-started; name != "bob/1" {
+		t.Fatalf("%s closed, want bob/1", name)
+	}
+	// The pool is full (alice's 2 and bob's closing 1): carol waits for
+	// bob's place, and stops waiting when she gives up.
 	ctx, cancel := context.WithCancel(context.Background())
-	cancelled := make(chan error, 1)
-	go func() {
-		_, err := open(ctx, "carol", "1", false)
-		cancelled <- err
-	}()
 	cancel()
-	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+	if err := get(ctx, "carol", "1", open, false); !errors.Is(err, context.Canceled) {
 		t.Errorf("carol, waiting for a place in a full pool, cancelled: %v, want context.Canceled", err)
 	}
+	carol := make(chan error, 1)
+	go func() { carol <- get(context.Background(), "carol", "1", open, false) }()
 	select {
 	case err := <-got:
 		t.Fatalf("thread 3 opened (%v) while thread 1 was still closing", err)
 	default:
 	}
-	close(let) // the lingering child is gone
+	close(letB1) // bob's lingering child is gone
+	if err := <-carol; err != nil {
+		t.Errorf("carol, once bob's session had closed: %v", err)
+	}
+	close(letA1)
 	if err := <-got; err != nil {
 		t.Fatalf("thread 3 once thread 1 had closed: %v", err)
 	}
 	if n := p.Len(); n != 3 {
-		t.Errorf("%d sessions, want alice's 2 and bob's 1", n)
+		t.Errorf("%d sessions, want alice's 2 and carol's 1", n)
 	}
 }

@@ -139,6 +139,12 @@ type entry[S Session] struct {
 	// ended is why the session is closed, set with its removal before
 	// release is closed.
 	ended Event
+	// gone is closed once the owner has closed the session (or its dial
+	// failed): its place is free.
+	gone chan struct{}
+	// handedOn: the session was closed for room, and its place went to
+	// the new session that waits for gone; it is not counted as closing.
+	handedOn bool
 }
 
 // New returns a pool.
@@ -159,10 +165,6 @@ func New[S Session](opts Options) *Pool[S] {
 	return p
 }
 
-// maxRoomAttempts bounds how often one Get frees a slot that a concurrent
-// Get then takes.
-const maxRoomAttempts = 8
-
 // Get leases the live session for key, joining a creation in flight or
 // starting one (bounded by ctx, which only limits the wait: the session's own
 // life is the owner goroutine's). The caller must call release when its call
@@ -178,7 +180,7 @@ const maxRoomAttempts = 8
 // ErrFull.
 func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, release func(), err error) {
 	var zero S
-	for attempt := 0; ; {
+	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -190,21 +192,17 @@ func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, r
 		}
 		candidates, full := p.roomLocked(key.User)
 		if full == nil {
-			e := &entry[S]{key: key, ready: make(chan struct{}), release: make(chan struct{})}
-			e.elem = p.lru.PushFront(e)
-			p.entries[key] = e
-			p.users[key.User]++
-			p.wg.Go(func() { p.own(e, dial) })
-			return p.lease(ctx, e)
+			return p.startLocked(ctx, key, dial, nil)
 		}
 		freed, closing := p.freed, p.closing[key.User] > 0
 		if full == ErrFull {
 			closing = p.closingTotal > 0
 		}
 		p.mu.Unlock()
-		if attempt < maxRoomAttempts && p.evictOne(candidates) {
-			attempt++
-		} else if !closing {
+		if sess, release, err, done := p.evictFor(ctx, key, dial, candidates); done {
+			return sess, release, err
+		}
+		if !closing {
 			return zero, nil, full
 		}
 		select {
@@ -213,6 +211,18 @@ func (p *Pool[S]) Get(ctx context.Context, key Key, dial DialFunc[S]) (sess S, r
 			return zero, nil, ctx.Err()
 		}
 	}
+}
+
+// startLocked adds key's session to the pool (p.mu held, and released
+// here), its owner dialling once after is closed (nil: at once), and leases
+// it.
+func (p *Pool[S]) startLocked(ctx context.Context, key Key, dial DialFunc[S], after <-chan struct{}) (S, func(), error) {
+	e := &entry[S]{key: key, ready: make(chan struct{}), release: make(chan struct{}), gone: make(chan struct{})}
+	e.elem = p.lru.PushFront(e)
+	p.entries[key] = e
+	p.users[key.User]++
+	p.wg.Go(func() { p.own(e, dial, after) })
+	return p.lease(ctx, e)
 }
 
 // TryGet leases key's session if it is live now, without waiting or
@@ -301,13 +311,8 @@ func (p *Pool[S]) leaseFor(ctx context.Context, e *entry[S], use bool) (S, func(
 // it hits, with the sessions that could make room, least recently used first.
 // Sessions still closing count against both limits.
 func (p *Pool[S]) roomLocked(user string) ([]*entry[S], error) {
-	var limit error
-	switch {
-	case p.users[user]+p.closing[user] >= p.perUser:
-		limit = ErrUserLimit
-	case len(p.entries)+p.closingTotal >= p.max:
-		limit = ErrFull
-	default:
+	limit := p.limitLocked(user)
+	if limit == nil {
 		return nil, nil
 	}
 	var out []*entry[S]
@@ -320,6 +325,18 @@ func (p *Pool[S]) roomLocked(user string) ([]*entry[S], error) {
 	return out, limit
 }
 
+// limitLocked is the limit a new session of user hits (ErrUserLimit or
+// ErrFull), or nil when it fits.
+func (p *Pool[S]) limitLocked(user string) error {
+	switch {
+	case p.users[user]+p.closing[user] >= p.perUser:
+		return ErrUserLimit
+	case len(p.entries)+p.closingTotal >= p.max:
+		return ErrFull
+	}
+	return nil
+}
+
 // idleLocked reports whether e is a live session nobody holds.
 func (p *Pool[S]) idleLocked(e *entry[S]) bool {
 	return e.leases == 0 && p.liveLocked(e) // (not while still dialling)
@@ -330,31 +347,49 @@ func (p *Pool[S]) isPinned(e *entry[S]) bool {
 	return p.pinned != nil && p.pinned(e.key.Server, e.key.User, e.key.Thread)
 }
 
-// evictOne closes the first candidate that is not pinned and is still idle
-// once the lock is taken again; it reports whether it closed one.
-func (p *Pool[S]) evictOne(candidates []*entry[S]) bool {
+// evictFor closes the first candidate that is not pinned and still idle,
+// and in the same hold of the lock hands its place to key's new session,
+// which is dialled once the candidate is gone: no other Get can take the
+// place meanwhile, and the two never run at once. done is false when no
+// candidate could be closed. A Get that finds room by then, or key's
+// session made by another, closes nothing.
+func (p *Pool[S]) evictFor(ctx context.Context, key Key, dial DialFunc[S], candidates []*entry[S]) (sess S, release func(), err error, done bool) {
 	for _, e := range candidates {
 		if p.isPinned(e) {
 			continue
 		}
 		p.mu.Lock()
-		ok := p.entries[e.key] == e && p.idleLocked(e)
-		if ok {
-			p.removeLocked(e)
-			e.ended = EventEvicted
+		if p.closed {
+			p.mu.Unlock()
+			return sess, nil, ErrClosed, true
 		}
-		p.mu.Unlock()
-		if ok {
-			close(e.release)
-			return true
+		if cur, ok := p.entries[key]; ok {
+			p.lru.MoveToFront(cur.elem)
+			sess, release, err = p.lease(ctx, cur)
+			return sess, release, err, true
 		}
+		if p.limitLocked(key.User) == nil {
+			sess, release, err = p.startLocked(ctx, key, dial, nil)
+			return sess, release, err, true
+		}
+		if p.entries[e.key] != e || !p.idleLocked(e) {
+			p.mu.Unlock()
+			continue
+		}
+		p.removeLocked(e)
+		e.ended = EventEvicted
+		e.handedOn = true
+		p.uncountClosingLocked(e)
+		close(e.release)
+		sess, release, err = p.startLocked(ctx, key, dial, e.gone)
+		return sess, release, err, true
 	}
-	return false
+	return sess, nil, nil, false
 }
 
 // own is the session's owner goroutine: it opens the session, publishes it,
 // and closes it when released.
-func (p *Pool[S]) own(e *entry[S], dial DialFunc[S]) {
+func (p *Pool[S]) own(e *entry[S], dial DialFunc[S], after <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
@@ -363,7 +398,17 @@ func (p *Pool[S]) own(e *entry[S], dial DialFunc[S]) {
 		case <-e.ready:
 		}
 	}()
-	sess, err := dial(ctx, func() { p.Evict(e.key, e) })
+	var sess S
+	var err error
+	if after != nil {
+		select {
+		case <-after: // the session whose place this is has closed
+		case <-ctx.Done(): // released before it could start
+		}
+	}
+	if err = ctx.Err(); err == nil {
+		sess, err = dial(ctx, func() { p.Evict(e.key, e) })
+	}
 	cancel()
 	if err != nil {
 		// Forget the failed entry before publishing the failure, so a Get
@@ -395,13 +440,13 @@ func (p *Pool[S]) own(e *entry[S], dial DialFunc[S]) {
 // never opened), and wakes the Gets waiting for room.
 func (p *Pool[S]) gone(e *entry[S]) {
 	p.mu.Lock()
-	if p.closing[e.key.User]--; p.closing[e.key.User] <= 0 {
-		delete(p.closing, e.key.User)
+	if !e.handedOn {
+		p.uncountClosingLocked(e)
 	}
-	p.closingTotal--
 	close(p.freed)
 	p.freed = make(chan struct{})
 	p.mu.Unlock()
+	close(e.gone)
 }
 
 func (p *Pool[S]) event(server string, ev Event) {
@@ -437,6 +482,14 @@ func sameSession[S Session](e *entry[S], token any) bool {
 	}
 	s, ok := token.(S)
 	return ok && any(s) == any(e.sess)
+}
+
+// uncountClosingLocked takes e off the closing counts.
+func (p *Pool[S]) uncountClosingLocked(e *entry[S]) {
+	if p.closing[e.key.User]--; p.closing[e.key.User] <= 0 {
+		delete(p.closing, e.key.User)
+	}
+	p.closingTotal--
 }
 
 // removeLocked takes e out of the pool; its place stays held (closing) until

@@ -80,8 +80,9 @@ func canonicalJSON(ev map[string]any) ([]byte, error) {
 // snapshot it was sent with, so a resend carries the same event.
 //
 // Events are taken round-robin by user, a user's in due order and a user
-// with deliveries in flight after those without, so one user's pile of
-// undelivered events never delays another user's by more than one turn. Rows
+// with deliveries in flight after those without: one claim takes every
+// owed user's oldest event before any user's second. (Across claims it has
+// no memory: each starts again from the users with the oldest events.) Rows
 // come back ordered by next_notification_at, then id.
 func (s *Store) ClaimNotifications(ctx context.Context, now time.Time, owner string, lease time.Duration, limit int) ([]Task, error) {
 	if err := checkClaim(owner, lease, limit); err != nil {

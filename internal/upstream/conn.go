@@ -625,6 +625,10 @@ func (c *Conn) Close() error {
 			}
 			t.Stop()
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			// The child itself too: one that left its group (setpgid) is
+			// not in it, and Wait would wait for it forever. (It is not
+			// reaped before Wait returns, so the pid is still its own.)
+			_ = cmd.Process.Kill()
 			<-waited
 		}
 		if c.onClose != nil {
