@@ -368,11 +368,14 @@ func (p *Pool[S]) evictFor(ctx context.Context, key Key, dial DialFunc[S], candi
 			sess, release, err = p.lease(ctx, cur)
 			return sess, release, err, true
 		}
-		if p.limitLocked(key.User) == nil {
+		limit := p.limitLocked(key.User)
+		if limit == nil {
 			sess, release, err = p.startLocked(ctx, key, dial, nil)
 			return sess, release, err, true
 		}
-		if p.entries[e.key] != e || !p.idleLocked(e) {
+		// (At the user's limit only her own session makes room for her,
+		// whatever the limit was when the candidates were chosen.)
+		if p.entries[e.key] != e || !p.idleLocked(e) || (limit == ErrUserLimit && e.key.User != key.User) {
 			p.mu.Unlock()
 			continue
 		}
